@@ -1,0 +1,1 @@
+"""allot.admission (see DESIGN.md)."""

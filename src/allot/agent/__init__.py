@@ -1,0 +1,1 @@
+"""allot.agent (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""allot.cel (see DESIGN.md)."""

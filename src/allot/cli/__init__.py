@@ -1,0 +1,1 @@
+"""allot.cli (see DESIGN.md)."""

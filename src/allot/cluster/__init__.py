@@ -1,0 +1,1 @@
+"""allot.cluster (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""allot.dra (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""allot.engine (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""allot.live (see DESIGN.md)."""

@@ -1,0 +1,218 @@
+"""core/v1 records the scheduler reads and writes: Node, Pod, Namespace.
+
+Only the fields that influence scheduling are modelled; everything else in a
+manifest (container images, volumes, probes ...) is tolerated and dropped, as
+a typed client would. Resource amounts are `Quantity` values.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import msgspec
+
+from allot.model.base import Condition, LabelSelector, Object, Record
+from allot.model.quantity import Quantity
+
+ResourceList = dict[str, Quantity]
+
+
+# --- taints, tolerations, node selection ------------------------------------
+
+
+class Taint(Record, frozen=True):
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+    time_added: str | None = None
+
+
+class Toleration(Record, frozen=True):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class NodeSelectorRequirement(Record, frozen=True):
+    key: str = ""
+    operator: str = ""
+    values: tuple[str, ...] = ()
+
+
+class NodeSelectorTerm(Record, frozen=True):
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+class NodeSelector(Record, frozen=True):
+    """Terms are ORed; the requirements inside one term are ANDed."""
+
+    node_selector_terms: tuple[NodeSelectorTerm, ...] = ()
+
+
+class PreferredSchedulingTerm(Record, frozen=True):
+    weight: int = 0
+    preference: NodeSelectorTerm = msgspec.field(default_factory=NodeSelectorTerm)
+
+
+class NodeAffinity(Record, frozen=True):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
+
+
+class PodAffinityTerm(Record, frozen=True):
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    topology_key: str = ""
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+class WeightedPodAffinityTerm(Record, frozen=True):
+    weight: int = 0
+    pod_affinity_term: PodAffinityTerm = msgspec.field(default_factory=PodAffinityTerm)
+
+
+class PodAffinity(Record, frozen=True):
+    required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] = ()
+    preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
+class Affinity(Record, frozen=True):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(Record, frozen=True):
+    max_skew: int = 0
+    topology_key: str = ""
+    when_unsatisfiable: str = ""
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: tuple[str, ...] = ()
+
+
+# --- pods -----------------------------------------------------------------------
+
+
+class ResourceClaimReference(Record, frozen=True):
+    """An entry of a container's `resources.claims`: which pod claim (and request) it uses."""
+
+    name: str = ""
+    request: str = ""
+
+
+class ResourceRequirements(Record, frozen=True):
+    requests: ResourceList = msgspec.field(default_factory=dict)
+    limits: ResourceList = msgspec.field(default_factory=dict)
+    claims: tuple[ResourceClaimReference, ...] = ()
+
+
+class Container(Record, frozen=True):
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
+    # "Always" on an init container makes it a sidecar that keeps running.
+    restart_policy: str | None = None
+
+
+class PodResourceClaim(Record, frozen=True):
+    """`spec.resourceClaims[]`: a claim by name, or a template to generate one from."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodSpec(Record, frozen=True):
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    overhead: ResourceList = msgspec.field(default_factory=dict)
+    # Pod-level resources (PodLevelResources); when set they bound the pod as a whole.
+    resources: ResourceRequirements | None = None
+    node_selector: dict[str, str] = msgspec.field(default_factory=dict)
+    affinity: Affinity | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str | None = None
+    scheduler_name: str = ""
+    resource_claims: tuple[PodResourceClaim, ...] = ()
+    node_name: str = ""
+    restart_policy: str = ""
+    termination_grace_period_seconds: int | None = None
+
+
+class PodResourceClaimStatus(Record, frozen=True):
+    """Which generated ResourceClaim serves a pod's template entry."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
+class PodStatus(Record, frozen=True):
+    phase: str = ""
+    conditions: tuple[Condition, ...] = ()
+    nominated_node_name: str = ""
+    start_time: str | None = None
+    resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
+
+
+class Pod(Object, frozen=True):
+    NAMESPACED: ClassVar[bool] = True
+    KIND: ClassVar[str] = "Pod"
+
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
+
+
+# --- nodes ----------------------------------------------------------------------
+
+
+class NodeSpec(Record, frozen=True):
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+    provider_id: str = msgspec.field(default="", name="providerID")
+
+
+class NodeStatus(Record, frozen=True):
+    capacity: ResourceList = msgspec.field(default_factory=dict)
+    allocatable: ResourceList = msgspec.field(default_factory=dict)
+    conditions: tuple[Condition, ...] = ()
+
+
+class Node(Object, frozen=True):
+    KIND: ClassVar[str] = "Node"
+
+    spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
+    status: NodeStatus = msgspec.field(default_factory=NodeStatus)
+
+    @property
+    def ready(self) -> bool:
+        """A node without a Ready condition is taken as ready (hand-written manifests)."""
+        for condition in self.status.conditions:
+            if condition.type == "Ready":
+                return condition.status == "True"
+        return True
+
+
+class NamespaceSpec(Record, frozen=True):
+    finalizers: tuple[str, ...] = ()
+
+
+class NamespaceStatus(Record, frozen=True):
+    phase: str = ""
+
+
+class Namespace(Object, frozen=True):
+    KIND: ClassVar[str] = "Namespace"
+
+    spec: NamespaceSpec = msgspec.field(default_factory=NamespaceSpec)
+    status: NamespaceStatus = msgspec.field(default_factory=NamespaceStatus)

@@ -1,0 +1,59 @@
+"""Which record type serves which apiVersion and kind."""
+
+from __future__ import annotations
+
+from allot.model.base import Object
+from allot.model.core import Namespace, Node, Pod
+from allot.model.kueue import (
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    ResourceFlavor,
+    Topology,
+    WorkloadPriorityClass,
+)
+from allot.model.resource import (
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from allot.model.scheduling import PodDisruptionBudget, PriorityClass
+
+OBJECT_TYPES: tuple[type[Object], ...] = (
+    Node,
+    Pod,
+    Namespace,
+    PriorityClass,
+    PodDisruptionBudget,
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+    DeviceTaintRule,
+    ResourceFlavor,
+    ClusterQueue,
+    LocalQueue,
+    Cohort,
+    WorkloadPriorityClass,
+    Topology,
+)
+
+_BY_GROUP_KIND: dict[tuple[str, str], type[Object]] = {(t.API_GROUP, t.KIND): t for t in OBJECT_TYPES}
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """`resource.k8s.io/v1` -> (`resource.k8s.io`, `v1`); `v1` -> (``, `v1`)."""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def lookup(api_version: str, kind: str) -> type[Object] | None:
+    """The record type for a group and kind allot models, whatever the version; None if not modelled."""
+    group, _ = split_api_version(api_version)
+    return _BY_GROUP_KIND.get((group, kind))
+
+
+def supported_versions(cls: type[Object]) -> list[str]:
+    return [f"{cls.API_GROUP}/{v}" if cls.API_GROUP else v for v in cls.API_VERSIONS]

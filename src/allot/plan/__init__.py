@@ -1,0 +1,1 @@
+"""allot.plan (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""allot.report (see DESIGN.md)."""

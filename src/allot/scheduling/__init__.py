@@ -1,0 +1,1 @@
+"""allot.scheduling (see DESIGN.md)."""

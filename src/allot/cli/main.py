@@ -1,0 +1,21 @@
+"""The `allot` command: a click group whose subcommands live one per module."""
+
+from __future__ import annotations
+
+import click
+
+from allot import __version__
+from allot.cli.validate_cmd import validate
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="allot")
+def cli() -> None:
+    """allot: a scheduler for GPUs and other accelerators on Kubernetes."""
+
+
+cli.add_command(validate)
+
+
+def main() -> None:
+    cli()

@@ -25,8 +25,8 @@ def _decode_hook(target: type, raw: Any) -> Any:
         try:
             return Quantity.coerce(raw)
         except QuantityError as err:
-            # msgspec reports a ValidationError raised here with the field path attached.
-            raise msgspec.ValidationError(str(err)) from None
+            # msgspec attaches the field path to a ValueError raised here (not to a ValidationError).
+            raise ValueError(str(err)) from None
     raise NotImplementedError(f"cannot decode {target!r}")
 
 

@@ -12,7 +12,7 @@ from typing import TypeVar
 from msgspec.structs import replace
 
 from allot.model.base import Object
-from allot.model.core import Node, Pod
+from allot.model.core import Container, Node, Pod, PodSpec
 from allot.model.resource import (
     DeviceRequest,
     DeviceToleration,
@@ -59,6 +59,26 @@ def _request(request: DeviceRequest) -> DeviceRequest:
     return replace(request, first_available=tuple(subrequests))
 
 
+def _container_requests(container: Container) -> Container:
+    """A limit without a request means the request equals the limit (API server defaulting)."""
+    resources = container.resources
+    missing = {name: value for name, value in resources.limits.items() if name not in resources.requests}
+    if not missing:
+        return container
+    requests = {**resources.requests, **missing}
+    return replace(container, resources=replace(resources, requests=requests))
+
+
+def _pod_spec(spec: PodSpec) -> PodSpec:
+    if not spec.scheduler_name:
+        spec = replace(spec, scheduler_name=DEFAULT_SCHEDULER_NAME)
+    if spec.preemption_policy is None:
+        spec = replace(spec, preemption_policy=PREEMPT_LOWER_PRIORITY)
+    containers = tuple(_container_requests(c) for c in spec.containers)
+    init_containers = tuple(_container_requests(c) for c in spec.init_containers)
+    return replace(spec, containers=containers, init_containers=init_containers)
+
+
 def default_claim_spec(spec: ResourceClaimSpec) -> ResourceClaimSpec:
     requests = tuple(_request(r) for r in spec.devices.requests)
     return replace(spec, devices=replace(spec.devices, requests=requests))
@@ -74,12 +94,7 @@ def apply_defaults(obj: _O) -> _O:
     elif isinstance(result, ResourceClaimTemplate):
         result = replace(result, spec=replace(result.spec, spec=default_claim_spec(result.spec.spec)))
     elif isinstance(result, Pod):
-        spec = result.spec
-        if not spec.scheduler_name:
-            spec = replace(spec, scheduler_name=DEFAULT_SCHEDULER_NAME)
-        if spec.preemption_policy is None:
-            spec = replace(spec, preemption_policy=PREEMPT_LOWER_PRIORITY)
-        result = replace(result, spec=spec)
+        result = replace(result, spec=_pod_spec(result.spec))
     elif isinstance(result, Node):
         # The kubelet always reports allocatable; hand-written nodes often give only capacity.
         if result.status.capacity and not result.status.allocatable:

@@ -12,6 +12,7 @@ from allot.model.kueue import (
     Topology,
     WorkloadPriorityClass,
 )
+from allot.model.kueue_config import Configuration
 from allot.model.resource import (
     DeviceClass,
     DeviceTaintRule,
@@ -38,6 +39,7 @@ OBJECT_TYPES: tuple[type[Object], ...] = (
     Cohort,
     WorkloadPriorityClass,
     Topology,
+    Configuration,
 )
 
 _BY_GROUP_KIND: dict[tuple[str, str], type[Object]] = {(t.API_GROUP, t.KIND): t for t in OBJECT_TYPES}

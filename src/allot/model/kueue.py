@@ -75,6 +75,10 @@ class ClusterQueuePreemption(Record, frozen=True):
 
 
 class FlavorFungibility(Record, frozen=True):
+    """v1beta2 spells the "stop here" policy `MayStopSearch`; v1beta1 spelled it
+    `Borrow` (whenCanBorrow) and `Preempt` (whenCanPreempt). Both decode; the
+    admission layer reads them as the same policy."""
+
     when_can_borrow: str = "MayStopSearch"
     when_can_preempt: str = "TryNextFlavor"
     preference: str | None = None
@@ -82,6 +86,13 @@ class FlavorFungibility(Record, frozen=True):
 
 class FairSharing(Record, frozen=True):
     weight: Quantity | None = None
+
+
+def fair_weight(fair_sharing: FairSharing | None) -> float:
+    """`spec.fairSharing.weight` as a float, 1 when unset (the API default)."""
+    if fair_sharing is None or fair_sharing.weight is None:
+        return 1.0
+    return fair_sharing.weight.as_approximate_float()
 
 
 class AdmissionScope(Record, frozen=True):
@@ -99,7 +110,8 @@ class ClusterQueueSpec(Record, frozen=True):
     stop_policy: str | None = None
     fair_sharing: FairSharing | None = None
     admission_scope: AdmissionScope | None = None
-    admission_checks: tuple[str, ...] = ()
+    admission_checks: tuple[str, ...] = ()  # v1beta1 only
+    admission_checks_strategy: AdmissionChecksStrategy | None = None
 
 
 class ResourceUsage(Record, frozen=True):
@@ -113,8 +125,23 @@ class FlavorUsage(Record, frozen=True):
     resources: tuple[ResourceUsage, ...] = ()
 
 
+class AdmissionFairSharingStatus(Record, frozen=True):
+    consumed_resources: dict[str, Quantity] = msgspec.field(default_factory=dict)
+    last_update: str | None = None
+
+
 class FairSharingStatus(Record, frozen=True):
     weighted_share: int = 0
+    admission_fair_sharing_status: AdmissionFairSharingStatus | None = None
+
+
+class AdmissionCheckStrategyRule(Record, frozen=True):
+    name: str = ""
+    on_flavors: tuple[str, ...] = ()
+
+
+class AdmissionChecksStrategy(Record, frozen=True):
+    admission_checks: tuple[AdmissionCheckStrategyRule, ...] = ()
 
 
 class ClusterQueueStatus(Record, frozen=True):
@@ -146,12 +173,20 @@ class LocalQueueSpec(Record, frozen=True):
     stop_policy: str | None = None
     fair_sharing: FairSharing | None = None
 
+    @property
+    def weight(self) -> float:
+        """The admission-fair-sharing weight (default 1)."""
+        return fair_weight(self.fair_sharing)
+
 
 class LocalQueueStatus(Record, frozen=True):
     pending_workloads: int = 0
     reserving_workloads: int = 0
     admitted_workloads: int = 0
-    flavors_usage: tuple[FlavorUsage, ...] = ()
+    flavors_reservation: tuple[FlavorUsage, ...] = ()
+    flavors_usage: tuple[FlavorUsage, ...] = ()  # v1beta2
+    flavor_usage: tuple[FlavorUsage, ...] = ()  # v1beta1 spelling of flavorsUsage
+    fair_sharing: FairSharingStatus | None = None
     conditions: tuple[Condition, ...] = ()
 
 
@@ -172,12 +207,17 @@ class CohortSpec(Record, frozen=True):
     fair_sharing: FairSharing | None = None
 
 
+class CohortStatus(Record, frozen=True):
+    fair_sharing: FairSharingStatus | None = None
+
+
 class Cohort(Object, frozen=True):
     API_GROUP: ClassVar[str] = KUEUE_GROUP
     KIND: ClassVar[str] = "Cohort"
     API_VERSIONS: ClassVar[tuple[str, ...]] = (*KUEUE_VERSIONS, "v1alpha1")
 
     spec: CohortSpec = msgspec.field(default_factory=CohortSpec)
+    status: CohortStatus = msgspec.field(default_factory=CohortStatus)
 
     @property
     def parent_ref(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from allot import __version__
+from allot.cli.allocate_cmd import allocate
 from allot.cli.validate_cmd import validate
 
 
@@ -15,6 +16,7 @@ def cli() -> None:
 
 
 cli.add_command(validate)
+cli.add_command(allocate)
 
 
 def main() -> None:

@@ -1,0 +1,344 @@
+"""ClusterState: nodes, pods, claims and device use, kept consistent under transactions.
+
+The state is built once from manifests and then changed only through its
+methods (`add_pod`, `bind`, `unbind`, `remove_pod`, `set_node_ready` ...),
+each of which records its own undo in the journal. Any what-if therefore
+runs as::
+
+    with state.journal.transaction() as tx:
+        state.bind(...)
+        if good:
+            tx.commit()
+
+and leaves no trace when not committed. The state does no scheduling: it
+answers questions (what is free, who uses what) and applies decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from msgspec.structs import replace
+
+from allot.cluster import claims as claimlib
+from allot.cluster.journal import Journal
+from allot.cluster.nodes import NodeTable
+from allot.cluster.resources import PODS, Amounts, nonzero_cpu_memory, pod_requests
+from allot.dra import AllocatedState, Features, SliceIndex
+from allot.model.core import Namespace, Node, Pod
+from allot.model.loader import Manifests
+from allot.model.resource import (
+    AllocationResult,
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from allot.model.scheduling import PodDisruptionBudget, PriorityClass
+
+# Pods in these phases hold no resources.
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+class StateError(ValueError):
+    """A decision that contradicts the state (a bug in the caller, not an expected outcome)."""
+
+
+@dataclass(slots=True)
+class PodInfo:
+    """A pod and what the scheduler derived from it once."""
+
+    key: str
+    pod: Pod
+    requests: Amounts
+    nonzero: tuple[int, int]
+    priority: int
+    # (pod entry name, claim key) for each spec.resourceClaims entry, in spec order.
+    claims: tuple[tuple[str, str], ...]
+    node: int | None = None
+    # Insertion order, the last tie-break for pods of equal priority and timestamp.
+    sequence: int = 0
+    # When the pod was last bound, as an increasing counter (for "most recently started" orderings).
+    started: int = 0
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def bound(self) -> bool:
+        return self.node is not None
+
+
+def resolve_priority(pod: Pod, classes: Mapping[str, PriorityClass]) -> int:
+    """The pod's priority as the Priority admission plugin would set it."""
+    if pod.spec.priority is not None:
+        return pod.spec.priority
+    if pod.spec.priority_class_name:
+        cls = classes.get(pod.spec.priority_class_name)
+        return cls.value if cls is not None else 0
+    for cls in classes.values():
+        if cls.global_default:
+            return cls.value
+    return 0
+
+
+class ClusterState:
+    """Everything placement and admission read, with incremental indexes."""
+
+    def __init__(
+        self,
+        *,
+        nodes: Iterable[Node] = (),
+        pods: Iterable[Pod] = (),
+        claims: Iterable[ResourceClaim] = (),
+        templates: Iterable[ResourceClaimTemplate] = (),
+        classes: Iterable[DeviceClass] = (),
+        slices: Iterable[ResourceSlice] = (),
+        taint_rules: Iterable[DeviceTaintRule] = (),
+        priority_classes: Iterable[PriorityClass] = (),
+        disruption_budgets: Iterable[PodDisruptionBudget] = (),
+        namespaces: Iterable[Namespace] = (),
+        features: Features | None = None,
+    ) -> None:
+        self.journal = Journal()
+        self.features = features if features is not None else Features.all()
+        self.nodes = NodeTable(nodes, self.journal)
+        self.classes: dict[str, DeviceClass] = {c.name: c for c in classes}
+        self.templates: dict[str, ResourceClaimTemplate] = {t.key: t for t in templates}
+        self.priority_classes: dict[str, PriorityClass] = {c.name: c for c in priority_classes}
+        self.disruption_budgets: list[PodDisruptionBudget] = sorted(disruption_budgets, key=lambda b: b.key)
+        self.namespaces: dict[str, Namespace] = {n.name: n for n in namespaces}
+        self.slices = SliceIndex(list(slices), list(taint_rules))
+        self.claims: dict[str, ResourceClaim] = {c.key: c for c in claims}
+        self.allocated = AllocatedState.from_claims(self.claims.values())
+        # Called with (allocation, +1 or -1) whenever device use changes, including on rollback.
+        self.allocation_listeners: list[Callable[[AllocationResult, int], None]] = []
+        self.pods: dict[str, PodInfo] = {}
+        self._sequence = 0
+        self._binds = 0
+        # Counts changes that may let waiting pods fit (a pod leaving a node, a node coming back).
+        self.releases = 0
+        for pod in pods:
+            self._add_pod(pod, bind_existing=True)
+        # Building the initial state is not a what-if: nothing to undo.
+
+    @classmethod
+    def from_manifests(cls, manifests: Manifests, *, features: Features | None = None) -> ClusterState:
+        return cls(
+            nodes=manifests.of_kind(Node),
+            pods=manifests.of_kind(Pod),
+            claims=manifests.of_kind(ResourceClaim),
+            templates=manifests.of_kind(ResourceClaimTemplate),
+            classes=manifests.of_kind(DeviceClass),
+            slices=manifests.of_kind(ResourceSlice),
+            taint_rules=manifests.of_kind(DeviceTaintRule),
+            priority_classes=manifests.of_kind(PriorityClass),
+            disruption_budgets=manifests.of_kind(PodDisruptionBudget),
+            namespaces=manifests.of_kind(Namespace),
+            features=features,
+        )
+
+    # -- queries ----------------------------------------------------------------------
+
+    def pending(self) -> list[PodInfo]:
+        """Pods without a node, in arrival order."""
+        return [info for info in self.pods.values() if info.node is None]
+
+    def bound(self) -> Iterator[PodInfo]:
+        return (info for info in self.pods.values() if info.node is not None)
+
+    def pods_on(self, node_index: int) -> list[PodInfo]:
+        return [self.pods[key] for key in sorted(self.nodes.infos[node_index].pods)]
+
+    def pod_claims(self, info: PodInfo) -> list[ResourceClaim]:
+        """The pod's claims that exist, in spec order."""
+        return [self.claims[key] for _, key in info.claims if key in self.claims]
+
+    # -- changes (each journaled) ---------------------------------------------------------
+
+    def add_pod(self, pod: Pod) -> PodInfo:
+        """A new pod; if it names claim templates, their claims are created as the controller would."""
+        return self._add_pod(pod, bind_existing=False)
+
+    def _add_pod(self, pod: Pod, *, bind_existing: bool) -> PodInfo:
+        key = pod.key
+        if key in self.pods:
+            raise StateError(f"pod {key} already exists")
+        entries: list[tuple[str, str]] = []
+        missing: list[str] = []
+        statuses = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+        for entry in pod.spec.resource_claims:
+            if entry.resource_claim_name:
+                claim_key = f"{pod.namespace}/{entry.resource_claim_name}"
+                if claim_key not in self.claims:
+                    missing.append(f"resourceclaim {claim_key!r} not found")
+                entries.append((entry.name, claim_key))
+            elif entry.resource_claim_template_name:
+                existing = statuses.get(entry.name)
+                if existing:
+                    claim_key = f"{pod.namespace}/{existing}"
+                    if claim_key in self.claims:
+                        entries.append((entry.name, claim_key))
+                        continue
+                template = self.templates.get(f"{pod.namespace}/{entry.resource_claim_template_name}")
+                if template is None:
+                    missing.append(
+                        f"resourceclaimtemplate {pod.namespace}/{entry.resource_claim_template_name!r} not found"
+                    )
+                    entries.append((entry.name, ""))
+                    continue
+                claim = claimlib.claim_from_template(pod, entry.name, template)
+                self._put_claim(claim)
+                entries.append((entry.name, claim.key))
+        self._sequence += 1
+        info = PodInfo(
+            key=key,
+            pod=pod,
+            requests=pod_requests(pod),
+            nonzero=nonzero_cpu_memory(pod),
+            priority=resolve_priority(pod, self.priority_classes),
+            claims=tuple(entries),
+            sequence=self._sequence,
+            missing=missing,
+        )
+        self.pods[key] = info
+        self.journal.record(lambda: self.pods.pop(key, None))
+        if bind_existing and pod.spec.node_name and pod.status.phase not in TERMINAL_PHASES:
+            index = self.nodes.index.get(pod.spec.node_name)
+            if index is not None:
+                self._occupy(info, index)
+        return info
+
+    def _put_claim(self, claim: ResourceClaim) -> None:
+        key = claim.key
+        previous = self.claims.get(key)
+        self.claims[key] = claim
+        if previous is None:
+            self.journal.record(lambda: self.claims.pop(key, None))
+        else:
+            self.journal.record(lambda: self.claims.__setitem__(key, previous))
+
+    def _delete_claim(self, key: str) -> None:
+        previous = self.claims.pop(key, None)
+        if previous is not None:
+            self.journal.record(lambda: self.claims.__setitem__(key, previous))
+
+    def _occupy(self, info: PodInfo, index: int) -> None:
+        usage = {**info.requests, PODS: info.requests.get(PODS, 0) + 1}
+        self.nodes.add_usage(index, usage, info.nonzero, +1)
+        node_pods = self.nodes.infos[index].pods
+        node_pods.add(info.key)
+        info.node = index
+        self._binds += 1
+        info.started = self._binds
+        key = info.key
+
+        def undo() -> None:
+            node_pods.discard(key)
+            info.node = None
+
+        self.journal.record(undo)
+
+    def _vacate(self, info: PodInfo) -> None:
+        index = info.node
+        if index is None:
+            return
+        usage = {**info.requests, PODS: info.requests.get(PODS, 0) + 1}
+        self.nodes.add_usage(index, usage, info.nonzero, -1)
+        node_pods = self.nodes.infos[index].pods
+        node_pods.discard(info.key)
+        info.node = None
+        key = info.key
+
+        def undo() -> None:
+            node_pods.add(key)
+            info.node = index
+
+        self.journal.record(undo)
+
+    def allocate_claim(self, claim_key: str, allocation: AllocationResult) -> None:
+        claim = self.claims[claim_key]
+        if claim.status.allocation is not None:
+            raise StateError(f"claim {claim_key} is already allocated")
+        self._put_claim(replace(claim, status=replace(claim.status, allocation=allocation)))
+        self._apply_allocation(allocation, +1)
+
+    def deallocate_claim(self, claim_key: str) -> None:
+        claim = self.claims[claim_key]
+        allocation = claim.status.allocation
+        if allocation is None:
+            return
+        status = replace(claim.status, allocation=None, reserved_for=(), devices=())
+        self._put_claim(replace(claim, status=status))
+        self._apply_allocation(allocation, -1)
+
+    def _apply_allocation(self, allocation: AllocationResult, sign: int) -> None:
+        if sign > 0:
+            self.allocated.add_allocation(allocation)
+        else:
+            self.allocated.remove_allocation(allocation)
+        for listener in self.allocation_listeners:
+            listener(allocation, sign)
+        self.journal.record(lambda: self._apply_allocation(allocation, -sign))
+
+    def bind(self, pod_key: str, node_name: str, allocations: Mapping[str, AllocationResult]) -> None:
+        """Place a pending pod: allocate its unallocated claims, reserve them, take node resources."""
+        info = self.pods[pod_key]
+        if info.node is not None:
+            raise StateError(f"pod {pod_key} is already bound")
+        index = self.nodes.index[node_name]
+        for claim_key, allocation in allocations.items():
+            self.allocate_claim(claim_key, allocation)
+        for _, claim_key in info.claims:
+            claim = self.claims.get(claim_key)
+            if claim is None or claim.status.allocation is None:
+                raise StateError(f"pod {pod_key} bound with claim {claim_key} unallocated")
+            self._put_claim(claimlib.with_reservation(claim, info.pod))
+        self._occupy(info, index)
+
+    def unbind(self, pod_key: str) -> None:
+        """Take a pod off its node (preempted, evicted, finished): release resources and claims.
+
+        A claim that no pod reserves any more is deallocated, as the
+        resourceclaim controller does, so its devices become free.
+        """
+        info = self.pods[pod_key]
+        if info.node is None:
+            return
+        self._vacate(info)
+        self.releases += 1
+        for _, claim_key in info.claims:
+            claim = self.claims.get(claim_key)
+            if claim is None:
+                continue
+            claim = claimlib.without_reservation(claim, info.pod)
+            self._put_claim(claim)
+            if not claim.status.reserved_for:
+                self.deallocate_claim(claim_key)
+
+    def remove_pod(self, pod_key: str) -> None:
+        """Delete a pod: unbind it and delete the claims generated for it."""
+        info = self.pods.get(pod_key)
+        if info is None:
+            return
+        self.unbind(pod_key)
+        for _, claim_key in info.claims:
+            claim = self.claims.get(claim_key)
+            if claim is not None and claimlib.is_owned_by(claim, info.pod):
+                self._delete_claim(claim_key)
+        self.pods.pop(pod_key)
+        self.journal.record(lambda: self.pods.__setitem__(pod_key, info))
+
+    def replace_pod(self, pod_key: str, pod: Pod) -> None:
+        """Swap a pending pod's record for an edited one (Kueue injecting a flavor's selector and tolerations)."""
+        info = self.pods[pod_key]
+        if info.node is not None:
+            raise StateError(f"pod {pod_key} is bound; its spec cannot change")
+        previous = info.pod
+        info.pod = pod
+        self.journal.record(lambda: setattr(info, "pod", previous))
+
+    def set_node_ready(self, node_name: str, ready: bool) -> None:
+        self.nodes.set_ready(self.nodes.index[node_name], ready)
+        if ready:
+            self.releases += 1

@@ -1,0 +1,46 @@
+"""Why a pod fits nowhere: per-node reasons and kube-scheduler's one-line summary.
+
+The summary has kube-scheduler's shape, so people who know its events read
+allot's the same way: "0/500 nodes are available: 3 Insufficient cpu,
+497 cannot allocate all claims." Each node contributes the reasons of the
+first filter that rejected it; the "count reason" strings are sorted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from allot.scheduling.status import Status
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """The outcome of filtering for one pod that fit no node."""
+
+    total_nodes: int
+    # node name -> the status of the filter that rejected it
+    node_statuses: Mapping[str, Status] = field(default_factory=dict)
+    # a reason that applies before any node is looked at (claim missing, class missing)
+    pre_filter: Status | None = None
+    # outcome of preemption, if it was tried
+    preemption: str = ""
+
+    def histogram(self) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for status in self.node_statuses.values():
+            for reason in dict.fromkeys(status.reasons):
+                counts[reason] += 1
+        return counts
+
+    def message(self) -> str:
+        head = f"0/{self.total_nodes} nodes are available"
+        if self.pre_filter is not None:
+            text = f"{head}: {self.pre_filter.message()}."
+        else:
+            parts = sorted(f"{count} {reason}" for reason, count in self.histogram().items())
+            text = f"{head}: {', '.join(parts)}." if parts else f"{head}."
+        if self.preemption:
+            text += f" {self.preemption}"
+        return text

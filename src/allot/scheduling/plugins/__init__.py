@@ -1,0 +1,1 @@
+"""One module per scheduling plugin; `allot.scheduling.registry` names them."""

@@ -1,0 +1,268 @@
+"""DynamicResources: a pod's ResourceClaims must be allocatable on the node.
+
+Pre-filter resolves the pod's claims: an allocated claim pins the pod to the
+claim's node selector and must still have room in `reservedFor`; an
+unallocated claim needs its device classes to exist. The node filter runs
+the DRA allocator for the unallocated claims on one node at a time and keeps
+the allocation it found; reserve hands the chosen node's allocation to the
+cycle, and the scheduler writes it into the claims when it binds.
+
+Unlike kube-scheduler, a node whose devices are all taken is reported as
+`UNSCHEDULABLE` (not unresolvable): preempting the pods holding the devices
+can make room, and allot's preemption deallocates victims' claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from allot.cluster.claims import pod_uid
+from allot.dra import Allocation, AllocationError, Allocator, NoAllocation, Scorer
+from allot.dra.nodes import selector_matches
+from allot.model.core import NodeSelector
+from allot.model.resource import MAX_RESERVED_FOR, ResourceClaim
+from allot.scheduling.dra_index import DeviceIndex, ShapeIndex
+from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
+from allot.scheduling.status import SUCCESS, Code, Status, error, unresolvable, unschedulable
+
+NAME = "DynamicResources"
+CANNOT_ALLOCATE = "cannot allocate all claims"
+NOT_AVAILABLE = "resourceclaim not available on the node"
+IN_USE = "resourceclaim in use"
+
+
+@dataclass(slots=True)
+class _PodClaims:
+    """What pre-filter worked out for the pod, reused by the other extension points."""
+
+    to_allocate: list[ResourceClaim] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    pinned: list[NodeSelector] = field(default_factory=list)
+    outcomes: dict[int, Allocation] = field(default_factory=dict)
+    # Free devices needed per indexed request shape (a necessary condition on every node).
+    needs: list[tuple[ShapeIndex, int]] = field(default_factory=list)
+    # The counts decide feasibility exactly: the allocator runs on the chosen node only.
+    exact: bool = False
+    # Identifies the claims' specs, for reusing verdicts across identical nodes.
+    signature: bytes = b""
+    scores: dict[int, float] = field(default_factory=dict)
+
+
+def _request_classes(claim: ResourceClaim) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for request in claim.spec.devices.requests:
+        if request.exactly is not None:
+            pairs.append((request.name, request.exactly.device_class_name))
+        for sub in request.first_available:
+            pairs.append((f"{request.name}/{sub.name}", sub.device_class_name))
+    return pairs
+
+
+class DynamicResources:
+    name = NAME
+
+    def __init__(self, *, scorer: Scorer | None = None, step_budget: int = 100_000) -> None:
+        self.scorer = scorer
+        self.step_budget = step_budget
+        self._allocators: dict[int, Allocator] = {}
+        self._indexes: dict[int, DeviceIndex] = {}
+        # (claims, node hardware, used devices) -> (feasible, score); see NodeLayout.
+        self._verdicts: dict[tuple[bytes, bytes, int], tuple[Status, float]] = {}
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any]) -> DynamicResources:
+        budget = args.get("stepBudget", 100_000)
+        if not isinstance(budget, int) or budget <= 0:
+            raise ValueError("DynamicResources.stepBudget: expected a positive integer")
+        return cls(step_budget=budget)
+
+    def allocator(self, cycle: Cycle) -> Allocator:
+        state = cycle.state
+        allocator = self._allocators.get(id(state))
+        if (
+            allocator is None
+            or allocator.slices is not state.slices
+            or allocator.classes is not state.classes
+        ):
+            allocator = Allocator(
+                state.classes, state.slices, features=state.features, step_budget=self.step_budget
+            )
+            self._allocators = {id(state): allocator}
+        return allocator
+
+    def index(self, cycle: Cycle) -> DeviceIndex:
+        state = cycle.state
+        allocator = self.allocator(cycle)
+        index = self._indexes.get(id(state))
+        if index is None or index.allocator is not allocator or index.state is not state:
+            for stale in self._indexes.values():
+                stale.detach()
+            index = DeviceIndex(state, allocator)
+            self._indexes = {id(state): index}
+        return index
+
+    def _plan_counts(self, cycle: Cycle, data: _PodClaims) -> None:
+        """Which free-device counts every node must have, and whether they are the whole story."""
+        index = self.index(cycle)
+        needs: dict[int, tuple[ShapeIndex, int]] = {}
+        exact = True
+        for claim in data.to_allocate:
+            devices = claim.spec.devices
+            if devices.constraints:
+                exact = False
+            for request in devices.requests:
+                exactly = request.exactly
+                if exactly is None or exactly.allocation_mode != "ExactCount" or exactly.count is None:
+                    exact = False
+                    continue
+                if exactly.admin_access or (exactly.capacity is not None and exactly.capacity.requests):
+                    exact = False
+                    continue
+                selectors = tuple(s.cel.expression if s.cel is not None else "" for s in exactly.selectors)
+                shape = None if "" in selectors else index.shape(exactly.device_class_name, selectors)
+                if shape is None:
+                    exact = False
+                    continue
+                exact = exact and shape.exact
+                _, count = needs.get(id(shape), (shape, 0))
+                needs[id(shape)] = (shape, count + exactly.count)
+        data.needs = list(needs.values())
+        data.exact = exact and len(needs) == 1
+
+    def _data(self, cycle: Cycle) -> _PodClaims:
+        data = cycle.data.get(NAME)
+        assert isinstance(data, _PodClaims)
+        return data
+
+    def pre_filter(self, cycle: Cycle) -> Status:
+        info = cycle.pod
+        data = _PodClaims()
+        cycle.data[NAME] = data
+        if info.missing:
+            return unresolvable(NAME, *info.missing)
+        uid = pod_uid(info.pod)
+        seen: set[str] = set()
+        for _, key in info.claims:
+            if key in seen:
+                continue
+            seen.add(key)
+            claim = cycle.state.claims[key]
+            allocation = claim.status.allocation
+            if allocation is not None:
+                reserved = claim.status.reserved_for
+                if len(reserved) >= MAX_RESERVED_FOR and all(r.uid != uid for r in reserved):
+                    return unschedulable(NAME, IN_USE)
+                if allocation.node_selector is not None:
+                    data.pinned.append(allocation.node_selector)
+                continue
+            for request, class_name in _request_classes(claim):
+                if class_name and class_name not in cycle.state.classes:
+                    return unresolvable(NAME, f"request {request}: device class {class_name} does not exist")
+            data.to_allocate.append(claim)
+            data.keys.append(key)
+        if data.to_allocate:
+            self._plan_counts(cycle, data)
+            data.signature = msgspec.msgpack.encode([c.spec for c in data.to_allocate], enc_hook=str)
+        return SUCCESS
+
+    def filter_mask(self, cycle: Cycle, candidates: BoolArray) -> list[Rejection]:
+        data = self._data(cycle)
+        rejections: list[Rejection] = []
+        if data.needs:
+            short = np.zeros_like(candidates)
+            for shape, count in data.needs:
+                short |= shape.free < count
+            short &= candidates
+            if short.any():
+                rejections.append(Rejection(CANNOT_ALLOCATE, short, Code.UNSCHEDULABLE))
+                candidates = candidates & ~short
+        if not data.pinned:
+            return rejections
+        rejected = np.zeros_like(candidates)
+        for index in np.flatnonzero(candidates):
+            node = cycle.state.nodes.infos[int(index)].node
+            for selector in data.pinned:
+                try:
+                    ok = selector_matches(selector, node)
+                except AllocationError:
+                    ok = False
+                if not ok:
+                    rejected[index] = True
+                    break
+        if rejected.any():
+            rejections.append(Rejection(NOT_AVAILABLE, rejected, Code.UNRESOLVABLE))
+        return rejections
+
+    def needs_node_filter(self, cycle: Cycle) -> bool:
+        data = self._data(cycle)
+        return bool(data.to_allocate) and not (data.exact and self.scorer is None)
+
+    def filter_node(self, cycle: Cycle, index: int) -> Status:
+        data = self._data(cycle)
+        if not data.to_allocate:
+            return SUCCESS
+        layout = self.index(cycle).layout(index)
+        verdict_key = None
+        if layout.signature is not None:
+            verdict_key = (data.signature, layout.signature, layout.used)
+            verdict = self._verdicts.get(verdict_key)
+            if verdict is not None:
+                data.scores[index] = verdict[1]
+                return verdict[0]
+        status, score = self._allocate(cycle, data, index)
+        if verdict_key is not None and status.code is not Code.ERROR:
+            if len(self._verdicts) > 100_000:
+                self._verdicts.clear()
+            self._verdicts[verdict_key] = (status, score)
+        return status
+
+    def _allocate(self, cycle: Cycle, data: _PodClaims, index: int) -> tuple[Status, float]:
+        node = cycle.state.nodes.infos[index].node
+        try:
+            outcome = self.allocator(cycle).allocate(
+                node, data.to_allocate, cycle.state.allocated, scorer=self.scorer
+            )
+        except AllocationError as failure:
+            return error(NAME, failure.message), 0.0
+        if isinstance(outcome, NoAllocation):
+            if outcome.node_error:
+                return unschedulable(NAME, outcome.node_error), 0.0
+            if outcome.budget_exhausted:
+                return unschedulable(NAME, "timed out trying to allocate devices"), 0.0
+            return unschedulable(NAME, CANNOT_ALLOCATE), 0.0
+        data.outcomes[index] = outcome
+        data.scores[index] = outcome.score or 0.0
+        return SUCCESS, data.scores[index]
+
+    def reserve(self, cycle: Cycle, index: int) -> Status:
+        data = self._data(cycle)
+        if not data.to_allocate:
+            return SUCCESS
+        outcome = data.outcomes.get(index)
+        if outcome is None:
+            status, _ = self._allocate(cycle, data, index)
+            if not status.ok:
+                return status
+            outcome = data.outcomes[index]
+        for key, result in zip(data.keys, outcome.results, strict=True):
+            cycle.allocations[key] = result
+        return SUCCESS
+
+    def score(self, cycle: Cycle, nodes: IntArray) -> FloatArray:
+        data = self._data(cycle)
+        if self.scorer is None or not data.outcomes:
+            return np.zeros(nodes.size)
+        raw = np.array(
+            [data.outcomes[int(i)].score or 0.0 if int(i) in data.outcomes else 0.0 for i in nodes],
+            dtype=np.float64,
+        )
+        low, high = raw.min(), raw.max()
+        if high <= low:
+            return np.zeros(nodes.size)
+        result: FloatArray = np.floor((raw - low) * 100 / (high - low))
+        return result

@@ -1,0 +1,104 @@
+"""TaintToleration: NoSchedule/NoExecute taints keep pods off unless tolerated; PreferNoSchedule scores.
+
+A node that is not Ready counts as carrying `node.kubernetes.io/not-ready:
+NoSchedule`, the taint Kubernetes' node lifecycle controller would put on it.
+Per-node results depend only on the pod's tolerations and the nodes' taints,
+so they are computed once per distinct toleration list and reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from allot.model.core import Taint, Toleration
+from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
+from allot.scheduling.status import Code
+
+NAME = "TaintToleration"
+NOT_READY_TAINT = Taint(key="node.kubernetes.io/not-ready", effect="NoSchedule")
+_BLOCKING = ("NoSchedule", "NoExecute")
+
+
+def toleration_matches(toleration: Toleration, taint: Taint) -> bool:
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator == "Exists":
+        return True
+    if toleration.operator in ("", "Equal"):
+        # An empty key with operator Equal only makes sense with Exists; it matches nothing.
+        return bool(toleration.key) and toleration.value == taint.value
+    return False
+
+
+def tolerates(tolerations: Iterable[Toleration], taint: Taint) -> bool:
+    return any(toleration_matches(t, taint) for t in tolerations)
+
+
+def taint_reason(taint: Taint) -> str:
+    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+
+
+class _PerTolerations:
+    __slots__ = ("prefer_counts", "rejections", "tolerates_not_ready")
+
+    def __init__(self, rejections: list[tuple[str, BoolArray]], prefer: IntArray, not_ready: bool) -> None:
+        self.rejections = rejections
+        self.prefer_counts = prefer
+        self.tolerates_not_ready = not_ready
+
+
+class TaintToleration:
+    name = NAME
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[object, tuple[Toleration, ...]], _PerTolerations] = {}
+
+    def _for(self, cycle: Cycle) -> _PerTolerations:
+        tolerations = cycle.pod.pod.spec.tolerations
+        table = cycle.state.nodes
+        key = (table, tolerations)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        by_reason: dict[str, BoolArray] = {}
+        prefer = np.zeros(table.size, dtype=np.int64)
+        for info in table.infos:
+            for taint in info.taints:
+                if taint.effect in _BLOCKING and not tolerates(tolerations, taint):
+                    reason = taint_reason(taint)
+                    mask = by_reason.setdefault(reason, np.zeros(table.size, dtype=np.bool_))
+                    mask[info.index] = True
+                    break
+            prefer[info.index] = sum(
+                1 for t in info.taints if t.effect == "PreferNoSchedule" and not tolerates(tolerations, t)
+            )
+        cached = _PerTolerations(sorted(by_reason.items()), prefer, tolerates(tolerations, NOT_READY_TAINT))
+        if len(self._cache) > 4096:
+            self._cache.clear()
+        self._cache[key] = cached
+        return cached
+
+    def filter_mask(self, cycle: Cycle, candidates: BoolArray) -> list[Rejection]:
+        per = self._for(cycle)
+        rejections = [
+            Rejection(reason, mask & candidates, Code.UNRESOLVABLE)
+            for reason, mask in per.rejections
+            if (mask & candidates).any()
+        ]
+        if not per.tolerates_not_ready:
+            not_ready = candidates & ~cycle.state.nodes.ready
+            if not_ready.any():
+                rejections.append(Rejection(taint_reason(NOT_READY_TAINT), not_ready, Code.UNRESOLVABLE))
+        return rejections
+
+    def score(self, cycle: Cycle, nodes: IntArray) -> FloatArray:
+        counts = self._for(cycle).prefer_counts[nodes]
+        highest = counts.max() if counts.size else 0
+        if highest == 0:
+            return np.full(nodes.size, 100.0)
+        # kube-scheduler's reverse normalisation: fewest intolerable taints scores 100.
+        return 100.0 - (counts * 100 // highest).astype(np.float64)

@@ -1,0 +1,240 @@
+"""The per-pod scheduling cycle: pre-filter, filter, score, reserve.
+
+`Scheduler.place` decides where one pod would go without changing the
+state; `Scheduler.schedule` also binds it. Steps:
+
+1. Pick the profile by the pod's `schedulerName`.
+2. Pre-filter: plugins resolve the pod's needs; any rejection ends the cycle.
+3. Mask filters remove nodes in array operations, recording reasons.
+4. Node filters (expensive, per node) run on the survivors in rotation
+   order until enough feasible nodes are found (percentageOfNodesToScore).
+5. Score the feasible nodes; the highest weighted sum wins, ties going to
+   the node that sorts first by name, so the outcome is deterministic.
+6. Reserve: plugins commit their choice for that node (DRA allocations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from allot.cluster.state import ClusterState
+from allot.model.resource import AllocationResult
+from allot.scheduling import registry
+from allot.scheduling.diagnosis import Diagnosis
+from allot.scheduling.framework import (
+    BoolArray,
+    Cycle,
+    IntArray,
+    MaskFilter,
+    NodeFilter,
+    Plugin,
+    PreFilter,
+    Rejection,
+    ReservePlugin,
+    ScorePlugin,
+)
+from allot.scheduling.profile import DEFAULT_SCHEDULER_NAME, Profile
+from allot.scheduling.status import Code, Status, unresolvable
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a pod goes, with the claim allocations made for it there."""
+
+    pod_key: str
+    node: str
+    allocations: Mapping[str, AllocationResult]
+    score: float
+    # Pods evicted to make room, with the reason for each (preemption).
+    victims: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    pod_key: str
+    diagnosis: Diagnosis
+
+    @property
+    def message(self) -> str:
+        return self.diagnosis.message()
+
+
+Outcome = Placement | Unschedulable
+
+
+@dataclass
+class ProfilePlugins:
+    profile: Profile
+    pre_filters: list[PreFilter] = field(default_factory=list)
+    mask_filters: list[MaskFilter] = field(default_factory=list)
+    node_filters: list[NodeFilter] = field(default_factory=list)
+    scorers: list[tuple[ScorePlugin, int]] = field(default_factory=list)
+    reservers: list[ReservePlugin] = field(default_factory=list)
+
+
+def _instantiate(profile: Profile) -> ProfilePlugins:
+    built: dict[str, Plugin] = {}
+
+    def get(name: str) -> Plugin:
+        if name not in built:
+            built[name] = registry.build(name, profile.plugin_args.get(name, {}))
+        return built[name]
+
+    plugins = ProfilePlugins(profile)
+    for name in profile.filters:
+        plugin = get(name)
+        if isinstance(plugin, PreFilter):
+            plugins.pre_filters.append(plugin)
+        if isinstance(plugin, MaskFilter):
+            plugins.mask_filters.append(plugin)
+        if isinstance(plugin, NodeFilter):
+            plugins.node_filters.append(plugin)
+        if isinstance(plugin, ReservePlugin):
+            plugins.reservers.append(plugin)
+    for name, weight in sorted(profile.score_weights.items()):
+        plugin = get(name)
+        if weight > 0 and isinstance(plugin, ScorePlugin):
+            plugins.scorers.append((plugin, weight))
+    return plugins
+
+
+def _first_rejections(rejections: Sequence[tuple[str, Rejection]], size: int) -> dict[int, Status]:
+    """Each node's status from the first plugin that rejected it (all that plugin's reasons)."""
+    statuses: dict[int, Status] = {}
+    by_plugin: dict[str, list[Rejection]] = {}
+    order: list[str] = []
+    for plugin, rejection in rejections:
+        if plugin not in by_plugin:
+            order.append(plugin)
+        by_plugin.setdefault(plugin, []).append(rejection)
+    for plugin in order:
+        union = np.zeros(size, dtype=np.bool_)
+        for rejection in by_plugin[plugin]:
+            union |= rejection.nodes
+        for index in np.flatnonzero(union):
+            if int(index) in statuses:
+                continue
+            hits = [r for r in by_plugin[plugin] if r.nodes[index]]
+            code = max(r.code for r in hits)
+            statuses[int(index)] = Status(code, tuple(r.reason for r in hits), plugin)
+    return statuses
+
+
+class Scheduler:
+    """Places pods on the nodes of a ClusterState with the profiles it was given."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        profiles: Mapping[str, Profile] | None = None,
+        *,
+        fallback: str | None = None,
+    ) -> None:
+        """`fallback` names the profile for pods whose schedulerName has none (None: such pods fail)."""
+        self.state = state
+        self.profiles = dict(profiles) if profiles else {DEFAULT_SCHEDULER_NAME: Profile()}
+        self.fallback = fallback
+        self._plugins: dict[str, ProfilePlugins] = {}
+        self._next_start = 0
+
+    def plugins(self, scheduler_name: str) -> ProfilePlugins | None:
+        if scheduler_name not in self._plugins:
+            profile = self.profiles.get(scheduler_name)
+            if profile is None and self.fallback is not None:
+                profile = self.profiles.get(self.fallback)
+            if profile is None:
+                return None
+            self._plugins[scheduler_name] = _instantiate(profile)
+        return self._plugins[scheduler_name]
+
+    def place(self, pod_key: str, *, allowed: BoolArray | None = None, allowed_reason: str = "") -> Outcome:
+        """Where the pod would go now; changes nothing."""
+        state = self.state
+        info = state.pods[pod_key]
+        total = state.nodes.size
+        plugins = self.plugins(info.pod.spec.scheduler_name)
+        if plugins is None:
+            status = unresolvable("", f"no scheduler profile named {info.pod.spec.scheduler_name!r}")
+            return Unschedulable(pod_key, Diagnosis(total, pre_filter=status))
+        cycle = Cycle(state, info)
+        for pre in plugins.pre_filters:
+            status = pre.pre_filter(cycle)
+            if not status.ok:
+                return Unschedulable(pod_key, Diagnosis(total, pre_filter=status))
+
+        # Mask filters: every node at once.
+        rejections: list[tuple[str, Rejection]] = []
+        candidates = np.ones(total, dtype=np.bool_)
+        if allowed is not None:
+            outside = candidates & ~allowed
+            if outside.any():
+                rejections.append(
+                    ("", Rejection(allowed_reason or "node(s) not allowed", outside, Code.UNRESOLVABLE))
+                )
+            candidates &= allowed
+        for mask_filter in plugins.mask_filters:
+            for rejection in mask_filter.filter_mask(cycle, candidates):
+                rejections.append((mask_filter.name, rejection))
+                candidates &= ~rejection.nodes
+            if not candidates.any():
+                break
+
+        feasible = self._node_filter(cycle, plugins, np.flatnonzero(candidates).astype(np.int64))
+        if feasible.size == 0:
+            statuses = _first_rejections(rejections, total)
+            statuses.update(cycle.node_statuses)
+            names = {state.nodes.infos[i].name: s for i, s in sorted(statuses.items())}
+            return Unschedulable(pod_key, Diagnosis(total, names))
+
+        scores = np.zeros(feasible.size, dtype=np.float64)
+        for scorer, weight in plugins.scorers:
+            scores += weight * scorer.score(cycle, feasible)
+        # Best score first; among equal scores the lowest node index (name order).
+        for position in np.lexsort((feasible, -scores)):
+            index = int(feasible[position])
+            if all(r.reserve(cycle, index).ok for r in plugins.reservers):
+                node = state.nodes.infos[index].name
+                return Placement(pod_key, node, dict(cycle.allocations), float(scores[position]))
+            cycle.allocations.clear()
+        names = {
+            state.nodes.infos[int(i)].name: cycle.node_statuses.get(int(i), Status(Code.ERROR))
+            for i in feasible
+        }
+        return Unschedulable(pod_key, Diagnosis(total, names))
+
+    def _node_filter(self, cycle: Cycle, plugins: ProfilePlugins, candidates: IntArray) -> IntArray:
+        active = [f for f in plugins.node_filters if f.needs_node_filter(cycle)]
+        if not active or candidates.size == 0:
+            return candidates
+        total = self.state.nodes.size
+        wanted = plugins.profile.feasible_nodes_to_find(total)
+        start = self._next_start % max(total, 1)
+        rotated = np.concatenate((candidates[candidates >= start], candidates[candidates < start]))
+        feasible: list[int] = []
+        processed = 0
+        for raw in rotated:
+            index = int(raw)
+            processed += 1
+            for node_filter in active:
+                status = node_filter.filter_node(cycle, index)
+                if not status.ok:
+                    cycle.node_statuses[index] = status
+                    break
+            else:
+                feasible.append(index)
+                if len(feasible) >= wanted:
+                    break
+        self._next_start = (start + processed) % max(total, 1)
+        return np.array(sorted(feasible), dtype=np.int64)
+
+    def schedule(
+        self, pod_key: str, *, allowed: BoolArray | None = None, allowed_reason: str = ""
+    ) -> Outcome:
+        """Place the pod and bind it (journaled, so a surrounding transaction can undo it)."""
+        outcome = self.place(pod_key, allowed=allowed, allowed_reason=allowed_reason)
+        if isinstance(outcome, Placement):
+            self.state.bind(pod_key, outcome.node, outcome.allocations)
+        return outcome

@@ -1,0 +1,146 @@
+"""Gangs are all-or-nothing; preemption picks minimal victims and respects budgets and priorities."""
+
+from __future__ import annotations
+
+from allot.cluster.invariants import check
+from allot.cluster.state import ClusterState
+from allot.scheduling.gang import GangPlacement, GangUnschedulable, gangs, place_gang
+from allot.scheduling.preemption import Preemptor
+from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
+from builders import (
+    claim_spec,
+    claim_template,
+    device_class,
+    disruption_budget,
+    gpu_slice,
+    node,
+    pod,
+)
+
+GROUP = {"kueue.x-k8s.io/pod-group-name": "train"}
+
+
+def group_pod(name: str, total: int, cpu: str = "3") -> object:
+    return pod(name, cpu=cpu, labels=GROUP, annotations={"kueue.x-k8s.io/pod-group-total-count": str(total)})
+
+
+def test_gang_that_fits_is_placed_whole() -> None:
+    state = ClusterState(
+        nodes=[node("n1", cpu="4"), node("n2", cpu="4")], pods=[group_pod(f"w{i}", 2) for i in range(2)]
+    )
+    scheduler = Scheduler(state)
+    gang = gangs(state.pods.values())["default/train"]
+    result = place_gang(state, gang, scheduler.schedule)
+    assert isinstance(result, GangPlacement)
+    assert sorted(p.node for p in result.placements) == ["n1", "n2"]
+    assert all(state.pods[k].bound for k in gang.members)
+
+
+def test_gang_that_fits_all_but_one_places_none() -> None:
+    state = ClusterState(
+        nodes=[node("n1", cpu="4"), node("n2", cpu="4")], pods=[group_pod(f"w{i}", 3) for i in range(3)]
+    )
+    scheduler = Scheduler(state)
+    gang = gangs(state.pods.values())["default/train"]
+    result = place_gang(state, gang, scheduler.schedule)
+    assert isinstance(result, GangUnschedulable)
+    assert result.reason.startswith(
+        "pod group default/train: 2/3 pods fit; default/w2: 0/2 nodes are available"
+    )
+    assert not any(state.pods[k].bound for k in gang.members)
+    assert state.nodes.requested["cpu"].sum() == 0
+    assert check(state) == []
+
+
+def test_gang_waits_for_missing_members() -> None:
+    state = ClusterState(nodes=[node("n1", cpu="16")], pods=[group_pod("w0", 2)])
+    gang = gangs(state.pods.values())["default/train"]
+    result = place_gang(state, gang, Scheduler(state).schedule)
+    assert isinstance(result, GangUnschedulable)
+    assert result.reason == "waiting for 1 more pod(s) of group default/train"
+
+
+def _full_cluster(*bound: tuple[str, int, str]) -> ClusterState:
+    pods = [
+        pod(name, cpu="2", priority=prio, node_name=n, labels={"app": name.rstrip("0123456789")})
+        for name, prio, n in bound
+    ]
+    return ClusterState(nodes=[node("n1", cpu="4"), node("n2", cpu="4")], pods=pods)
+
+
+def test_preemption_picks_the_node_with_the_least_important_victims() -> None:
+    state = _full_cluster(("a", 10, "n1"), ("b", 10, "n1"), ("c", 1, "n2"), ("d", 5, "n2"))
+    state.add_pod(pod("urgent", cpu="2", priority=100))
+    scheduler = Scheduler(state)
+    failure = scheduler.place("default/urgent")
+    assert isinstance(failure, Unschedulable)
+    choice = Preemptor(scheduler).preempt("default/urgent", failure)
+    assert choice is not None
+    # n2 holds lower priorities (1 and 5); one victim is enough, and it is the lowest.
+    assert choice.node == "n2" and choice.victims == ("default/c",)
+    # Deciding changed nothing.
+    assert all(state.pods[k].bound for k in ("default/a", "default/b", "default/c", "default/d"))
+
+
+def test_preemption_never_takes_equal_or_higher_priority_pods() -> None:
+    state = _full_cluster(("a", 100, "n1"), ("b", 100, "n1"), ("c", 100, "n2"), ("d", 200, "n2"))
+    state.add_pod(pod("p", cpu="2", priority=100))
+    scheduler = Scheduler(state)
+    failure = scheduler.place("default/p")
+    assert isinstance(failure, Unschedulable)
+    assert Preemptor(scheduler).preempt("default/p", failure) is None
+
+
+def test_preemption_policy_never_is_honoured() -> None:
+    state = _full_cluster(("a", 1, "n1"), ("b", 1, "n1"), ("c", 1, "n2"), ("d", 1, "n2"))
+    state.add_pod(pod("p", cpu="2", priority=100, preemption_policy="Never"))
+    scheduler = Scheduler(state)
+    failure = scheduler.place("default/p")
+    assert isinstance(failure, Unschedulable)
+    assert Preemptor(scheduler).preempt("default/p", failure) is None
+
+
+def test_preemption_avoids_violating_disruption_budgets() -> None:
+    pods = [
+        pod("guarded1", cpu="2", priority=1, node_name="n1", labels={"app": "guarded"}),
+        pod("guarded2", cpu="2", priority=1, node_name="n1", labels={"app": "guarded"}),
+        pod("free1", cpu="2", priority=5, node_name="n2", labels={"app": "free"}),
+        pod("free2", cpu="2", priority=5, node_name="n2", labels={"app": "free"}),
+        pod("urgent", cpu="2", priority=100),
+    ]
+    state = ClusterState(
+        nodes=[node("n1", cpu="4"), node("n2", cpu="4")],
+        pods=pods,
+        disruption_budgets=[disruption_budget("keep-guarded", {"app": "guarded"}, min_available=2)],
+    )
+    scheduler = Scheduler(state)
+    failure = scheduler.place("default/urgent")
+    assert isinstance(failure, Unschedulable)
+    choice = Preemptor(scheduler).preempt("default/urgent", failure)
+    assert choice is not None
+    # Lower priorities live on n1, but taking one would break the budget.
+    assert choice.node == "n2" and choice.violations == 0 and len(choice.victims) == 1
+
+
+def test_preemption_frees_devices_of_victims() -> None:
+    template = claim_template("one-gpu", claim_spec(("gpu", "gpu.example.com", 1)))
+    state = ClusterState(
+        nodes=[node("n1")],
+        slices=[gpu_slice("n1", 1)],
+        classes=[device_class()],
+        templates=[template],
+        pods=[pod("low", claims={"gpu": "one-gpu"}, priority=1)],
+    )
+    scheduler = Scheduler(state)
+    assert isinstance(scheduler.schedule("default/low"), Placement)
+    state.add_pod(pod("high", claims={"gpu": "one-gpu"}, priority=10))
+    failure = scheduler.place("default/high")
+    assert isinstance(failure, Unschedulable)
+    assert failure.message == "0/1 nodes are available: 1 cannot allocate all claims."
+    choice = Preemptor(scheduler).preempt("default/high", failure)
+    assert choice is not None and choice.victims == ("default/low",)
+    for victim in choice.victims:
+        state.unbind(victim)
+    placed = scheduler.schedule("default/high")
+    assert isinstance(placed, Placement)
+    assert check(state) == []

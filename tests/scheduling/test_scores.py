@@ -1,0 +1,87 @@
+"""Each score alone decides between otherwise equal nodes."""
+
+from __future__ import annotations
+
+from allot.cluster.state import ClusterState
+from allot.model.core import Taint, Toleration
+from allot.scheduling.profile import Profile
+from allot.scheduling.scheduler import Placement, Scheduler
+from builders import node, pod, requirement
+
+
+def chosen(state: ClusterState, name: str, profile: Profile | None = None) -> str:
+    scheduler = Scheduler(state, {profile.scheduler_name: profile} if profile else None)
+    outcome = scheduler.place(f"default/{name}")
+    assert isinstance(outcome, Placement)
+    return outcome.node
+
+
+def only(weight_for: str, **extra: object) -> Profile:
+    return Profile(score_weights={weight_for: 1}, **extra)  # type: ignore[arg-type]
+
+
+def test_least_allocated_spreads_and_most_allocated_packs() -> None:
+    nodes = [node("busy", cpu="8"), node("idle", cpu="8")]
+    pods = [pod("running", cpu="6", node_name="busy"), pod("p", cpu="1")]
+    assert chosen(ClusterState(nodes=nodes, pods=pods), "p", only("NodeResourcesFit")) == "idle"
+    packing = Profile(
+        score_weights={"NodeResourcesFit": 1},
+        plugin_args={"NodeResourcesFit": {"scoringStrategy": {"type": "MostAllocated"}}},
+    )
+    from allot.scheduling.scheduler import Scheduler as S
+
+    state = ClusterState(nodes=nodes, pods=pods)
+    scheduler = S(state, {"default-scheduler": packing})
+    outcome = scheduler.place("default/p")
+    assert isinstance(outcome, Placement) and outcome.node == "busy"
+
+
+def test_balanced_allocation_prefers_proportional_use() -> None:
+    # cpu-heavy node: adding a memory-heavy pod balances it.
+    nodes = [node("cpu-heavy", cpu="10", memory="10Gi"), node("balanced", cpu="10", memory="10Gi")]
+    pods = [
+        pod("a", cpu="8", memory="1Gi", node_name="cpu-heavy"),
+        pod("b", cpu="4", memory="4Gi", node_name="balanced"),
+        pod("p", cpu="1", memory="6Gi"),
+    ]
+    assert (
+        chosen(ClusterState(nodes=nodes, pods=pods), "p", only("NodeResourcesBalancedAllocation"))
+        == "cpu-heavy"
+    )
+
+
+def test_prefer_no_schedule_taints_are_avoided_when_possible() -> None:
+    soft = Taint(key="spot", value="true", effect="PreferNoSchedule")
+    nodes = [node("a-spot", taints=[soft]), node("b-plain")]
+    assert chosen(ClusterState(nodes=nodes, pods=[pod("p")]), "p", only("TaintToleration")) == "b-plain"
+    tolerant = pod("p", tolerations=[Toleration(key="spot", operator="Exists")])
+    # Tolerated: both score the same, and the tie goes to the first node by name.
+    assert chosen(ClusterState(nodes=nodes, pods=[tolerant]), "p", only("TaintToleration")) == "a-spot"
+
+
+def test_preferred_node_affinity_weights() -> None:
+    nodes = [node("a", labels={"disk": "hdd"}), node("b", labels={"disk": "ssd", "zone": "z1"})]
+    p = pod(
+        "p",
+        preferred_affinity=[
+            (10, [requirement("disk", "In", "ssd")]),
+            (5, [requirement("disk", "In", "hdd")]),
+        ],
+    )
+    assert chosen(ClusterState(nodes=nodes, pods=[p]), "p", only("NodeAffinity")) == "b"
+
+
+def test_ties_break_by_node_name_and_are_deterministic() -> None:
+    nodes = [node(f"n{i}") for i in (3, 1, 2)]
+    results = {chosen(ClusterState(nodes=nodes, pods=[pod("p")]), "p") for _ in range(3)}
+    assert results == {"n1"}
+
+
+def test_percentage_of_nodes_to_score_follows_kube_scheduler() -> None:
+    profile = Profile()
+    assert profile.feasible_nodes_to_find(50) == 50
+    assert profile.feasible_nodes_to_find(500) == 230  # 50 - 500/125 = 46 %
+    assert profile.feasible_nodes_to_find(5000) == 500  # 10 %
+    assert profile.feasible_nodes_to_find(10000) == 500  # floor of 5 %
+    assert Profile(percentage_of_nodes_to_score=100).feasible_nodes_to_find(5000) == 5000
+    assert Profile(percentage_of_nodes_to_score=1).feasible_nodes_to_find(5000) == 100

@@ -34,6 +34,8 @@ class Object(Record, frozen=True):
     NAMESPACED: ClassVar[bool] = False
     # Versions this kind is served under; the first is what new objects get.
     API_VERSIONS: ClassVar[tuple[str, ...]] = ("v1",)
+    # Configuration files (not API objects) may come without metadata.
+    NAME_REQUIRED: ClassVar[bool] = True
 
     api_version: str = ""
     kind: str = ""

@@ -68,6 +68,8 @@ class Configuration(Object, frozen=True):
     API_GROUP: ClassVar[str] = CONFIG_GROUP
     KIND: ClassVar[str] = "Configuration"
     API_VERSIONS: ClassVar[tuple[str, ...]] = ("v1beta2", "v1beta1")
+    # Kueue reads this from a config file, which has no metadata.
+    NAME_REQUIRED: ClassVar[bool] = False
 
     fair_sharing: FairSharingConfig | None = None
     admission_fair_sharing: AdmissionFairSharingConfig | None = None

@@ -68,7 +68,9 @@ def validate_metadata(obj: Object, where: Location) -> list[ManifestError]:
     meta = obj.metadata
     name = meta.name
     if not name:
-        if meta.generate_name:
+        if not obj.NAME_REQUIRED:
+            pass
+        elif meta.generate_name:
             problems.required("metadata.name", "allot needs a name: only the API server expands generateName")
         else:
             problems.required("metadata.name", "name or generateName is required")

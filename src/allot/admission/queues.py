@@ -1,0 +1,207 @@
+"""A ClusterQueue's pending workloads: the active heap and the parked set.
+
+Active workloads are ordered by `ordering.pending_key` (priority desc, time
+asc, key); with admission fair sharing the queue keeps one heap per
+LocalQueue and the head is the best LocalQueue head by (LocalQueue score,
+pending key) — the same order Kueue gets by re-sorting on the score, since
+all workloads of a LocalQueue share its score.
+
+BestEffortFIFO parks a head that cannot be admitted (it leaves the heap and
+waits for an event); StrictFIFO keeps it at the head and marks the queue
+`blocked` by it, so nothing behind it is considered until an event unblocks
+the queue or a better workload becomes the head.
+
+Every change is journaled. Heap entries carry a version; removal only bumps
+the version map, and stale entries are dropped when they reach the top, so
+undoing a removal just restores the version (and re-pushes the entry in
+case it was dropped meanwhile).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from allot.admission.events import ParkKind, ParkReason
+from allot.cluster.journal import Journal
+
+SortKey = tuple[int, float, str]
+
+_MISSING: Any = object()
+
+
+class PendingQueue:
+    def __init__(self, name: str, *, strict: bool, by_local_queue: bool, journal: Journal) -> None:
+        self.name = name
+        self.strict = strict
+        self.by_local_queue = by_local_queue
+        self.journal = journal
+        self._heaps: dict[str, list[tuple[SortKey, int]]] = {}
+        self._version: dict[str, int] = {}
+        self._sort: dict[str, SortKey] = {}
+        self._lq: dict[str, str] = {}
+        self._counter = 0
+        self.parked: dict[str, ParkReason] = {}
+        self.blocked: tuple[str, ParkReason] | None = None
+
+    # --- journaled state ----------------------------------------------------------
+
+    def _snapshot(self, key: str) -> tuple[Any, Any, Any, Any, Any]:
+        return (
+            self._version.get(key, _MISSING),
+            self._sort.get(key, _MISSING),
+            self._lq.get(key, _MISSING),
+            self.parked.get(key, _MISSING),
+            self.blocked,
+        )
+
+    def _remember(self, key: str) -> None:
+        """Record one undo step restoring everything this queue knows about `key`."""
+        if not self.journal.recording:
+            return
+        before = self._snapshot(key)
+
+        def undo() -> None:
+            version, sort_key, lq, parked, blocked = before
+            for table, value in (
+                (self._version, version),
+                (self._sort, sort_key),
+                (self._lq, lq),
+                (self.parked, parked),
+            ):
+                if value is _MISSING:
+                    table.pop(key, None)
+                else:
+                    table[key] = value
+            self.blocked = blocked
+            if version is not _MISSING:
+                self._push_raw(key, version)
+
+        self.journal.record(undo)
+
+    def _push_raw(self, key: str, version: int) -> None:
+        lq = self._lq.get(key, "")
+        heap = self._heaps.setdefault(lq, [])
+        heapq.heappush(heap, (self._sort[key], version))
+        if len(heap) > 64 and len(heap) > 4 * len(self._version):
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop stale heap entries (only entries of live versions are kept)."""
+        live = self._version
+        for lq, heap in self._heaps.items():
+            kept = [
+                item
+                for item in heap
+                if live.get(item[0][2]) == item[1] and self._sort.get(item[0][2]) == item[0]
+            ]
+            heapq.heapify(kept)
+            self._heaps[lq] = kept
+
+    # --- membership ---------------------------------------------------------------
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._version or key in self.parked
+
+    def active_count(self) -> int:
+        return len(self._version)
+
+    def parked_count(self) -> int:
+        return len(self.parked)
+
+    def pending_keys(self) -> Iterator[str]:
+        yield from self._version
+        yield from self.parked
+
+    def push(self, key: str, local_queue: str, sort_key: SortKey) -> None:
+        """Add (or re-add) `key` to the active heap."""
+        self._remember(key)
+        self.parked.pop(key, None)
+        self._sort[key] = sort_key
+        self._lq[key] = local_queue if self.by_local_queue else ""
+        self._counter += 1
+        self._version[key] = self._counter
+        self._push_raw(key, self._counter)
+
+    def remove(self, key: str) -> None:
+        """Forget `key` wherever it is (admitted, deleted)."""
+        if key not in self._version and key not in self.parked:
+            return
+        self._remember(key)
+        self._version.pop(key, None)
+        self.parked.pop(key, None)
+        if self.blocked is not None and self.blocked[0] == key:
+            self.blocked = None
+
+    def park(self, key: str, reason: ParkReason) -> None:
+        """Take a head that cannot be admitted out of line.
+
+        StrictFIFO blocks the queue instead, except for a backoff or a
+        namespace/queue problem, which Kueue parks in every queueing strategy.
+        """
+        self._remember(key)
+        if self.strict and reason.kind not in (ParkKind.BACKOFF, ParkKind.WAITING):
+            if key in self._version:
+                self.blocked = (key, reason)
+            return
+        self._version.pop(key, None)
+        self.parked[key] = reason
+
+    def unpark(self, key: str) -> None:
+        if key in self.parked:
+            self.push(key, self._lq.get(key, ""), self._sort[key])
+
+    def unblock(self) -> None:
+        if self.blocked is not None:
+            self._remember(self.blocked[0])
+            self.blocked = None
+
+    def parked_items(self) -> list[tuple[str, ParkReason]]:
+        return sorted(self.parked.items())
+
+    def sort_key(self, key: str) -> SortKey | None:
+        return self._sort.get(key)
+
+    # --- ordering -----------------------------------------------------------------
+
+    def _top(self, lq: str) -> tuple[SortKey, str] | None:
+        heap = self._heaps.get(lq)
+        version = self._version
+        while heap:
+            sort_key, stamp = heap[0]
+            key = sort_key[2]
+            if version.get(key) == stamp and self._sort.get(key) == sort_key:
+                return sort_key, key
+            heapq.heappop(heap)
+        return None
+
+    def head(self, score: Callable[[str], float] | None = None) -> str | None:
+        """The next workload in line (ignores `blocked`; callers decide what blocking means)."""
+        if not self.by_local_queue or score is None:
+            top = self._top("")
+            if top is None and self.by_local_queue:
+                top = self._best_by_lq(lambda _lq: 0.0)
+            return top[1] if top is not None else None
+        best = self._best_by_lq(score)
+        return best[1] if best is not None else None
+
+    def _best_by_lq(self, score: Callable[[str], float]) -> tuple[SortKey, str] | None:
+        best: tuple[tuple[float, SortKey], str] | None = None
+        for lq in list(self._heaps):
+            top = self._top(lq)
+            if top is None:
+                continue
+            rank = (score(lq), top[0])
+            if best is None or rank < best[0]:
+                best = (rank, top[1])
+        if best is None:
+            return None
+        return best[0][1], best[1]
+
+    def ordered(self, score: Callable[[str], float] | None = None) -> list[str]:
+        """Active workloads in admission order (for status and tests)."""
+        keys = list(self._version)
+        if self.by_local_queue and score is not None:
+            return sorted(keys, key=lambda k: (score(self._lq.get(k, "")), self._sort[k]))
+        return sorted(keys, key=lambda k: self._sort[k])

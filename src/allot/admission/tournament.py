@@ -1,0 +1,105 @@
+"""The fair-sharing admission order: a tournament at every cohort level.
+
+Kueue's fair_sharing_iterator.go, restated. Each ClusterQueue nominates its
+head workload with its flavor assignment. For every cohort on the path from
+a head's ClusterQueue to the root, the DRS of the child subtree is computed
+*after* admitting that head.
+Then, bottom-up, each cohort picks among its children's nominees:
+
+1. (FairSharingPrioritizeNonBorrowing) a nominee whose subtree at this level
+   does not borrow in the (flavor, resource) pairs the workload requests
+   beats one whose subtree does;
+2. lower DRS after admission (`compare_drs`);
+3. higher priority;
+4. earlier queue-order timestamp;
+5. (allot) smaller workload key, so the winner never depends on input order.
+
+The root's winner is the next workload to consider. ClusterQueues without a
+cohort are their own root. The usage a nominee would add at each level is
+computed with `tree.bubbled`, not applied, so the tournament changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from allot.admission.fair_sharing import DRS, ShareCalculator, compare_drs
+from allot.admission.resources import FlavorResource
+from allot.admission.tree import Node, bubbled
+
+
+@dataclass(frozen=True, slots=True)
+class Nominee:
+    key: str
+    priority: int
+    order_time: float
+    usage: Mapping[FlavorResource, int]
+
+
+def run_tournament(
+    shares: ShareCalculator,
+    root: Node,
+    nominees: Mapping[str, Nominee],
+    *,
+    prioritize_non_borrowing: bool = True,
+) -> Nominee | None:
+    """The winning nominee of `root`'s tree; `nominees` maps ClusterQueue name to its head."""
+    if root.is_cq:
+        return nominees.get(root.name)
+    values: dict[tuple[int, str], DRS] = {}
+    for cq in root.subtree_cqs():
+        nominee = nominees.get(cq.name)
+        if nominee is None:
+            continue
+        # DRS of each node on the path with the nominee admitted (computed, not applied).
+        added = {id(node): extra for node, extra in bubbled(cq, nominee.usage)}
+        drs = shares.share(cq, added.get(id(cq)))
+        for ancestor in cq.ancestors():
+            values[(id(ancestor), nominee.key)] = drs
+            drs = shares.share(ancestor, added.get(id(ancestor)))
+    less = _comparer(values, prioritize_non_borrowing)
+    return _play(root, nominees, less)
+
+
+def _comparer(
+    values: Mapping[tuple[int, str], DRS], prioritize_non_borrowing: bool
+) -> Callable[[Nominee, Nominee, Node], bool]:
+    def less(a: Nominee, b: Nominee, cohort: Node) -> bool:
+        da = values[(id(cohort), a.key)]
+        db = values[(id(cohort), b.key)]
+        if prioritize_non_borrowing:
+            a_borrows, b_borrows = da.borrowing_on(a.usage), db.borrowing_on(b.usage)
+            if a_borrows != b_borrows:
+                return not a_borrows
+        order = compare_drs(da, db)
+        if order:
+            return order < 0
+        if a.priority != b.priority:
+            return a.priority > b.priority
+        if a.order_time != b.order_time:
+            return a.order_time < b.order_time
+        return a.key < b.key
+
+    return less
+
+
+def _play(
+    cohort: Node, nominees: Mapping[str, Nominee], less: Callable[[Nominee, Nominee, Node], bool]
+) -> Nominee | None:
+    contenders: list[Nominee] = []
+    for child in cohort.child_cohorts:
+        winner = _play(child, nominees, less)
+        if winner is not None:
+            contenders.append(winner)
+    for cq in cohort.child_cqs:
+        nominee = nominees.get(cq.name)
+        if nominee is not None:
+            contenders.append(nominee)
+    if not contenders:
+        return None
+    best = contenders[0]
+    for current in contenders[1:]:
+        if less(current, best, cohort):
+            best = current
+    return best

@@ -1,0 +1,196 @@
+"""`allot queues CLUSTER...`: what Kueue would report for every ClusterQueue and LocalQueue.
+
+Loads the manifests (a cluster dump, folders, `-` for stdin), builds the
+quota tree, and counts pods with a `kueue.x-k8s.io/queue-name` label:
+pods bound to a node (or Running) are admitted usage — on the flavor whose
+node labels the node carries — and the others are pending workloads. Pod
+groups count once. Succeeded and Failed pods are ignored.
+
+Prints per ClusterQueue the usage and borrowing per flavor and resource,
+`fairSharing.weightedShare` and pending / admitted counts, and per
+LocalQueue its counts and admission-fair-sharing consumed resources; as
+rich tables, or with `-o json` / `-o yaml` as ClusterQueue, LocalQueue and
+Cohort objects carrying only `status`, in Kueue's field names. Bad input:
+every error on stderr, exit 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import click
+import msgspec
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from allot.admission import AdmissionError, AdmissionState, check_quota_tree
+from allot.admission.resources import format_amount
+from allot.admission.status import (
+    AdmissionStatus,
+    ResourceUsage,
+    cluster_queue_record,
+    local_queue_record,
+)
+from allot.admission.workload import Workload, workload_key_of
+from allot.model.codec import to_data
+from allot.model.core import Node, Pod
+from allot.model.errors import ManifestError, ManifestErrors
+from allot.model.kueue import KUEUE_GROUP
+from allot.model.loader import Manifests, load_paths
+
+EXIT_BAD_INPUT = 1
+_TERMINAL = ("Succeeded", "Failed")
+
+
+def _fail(errors: Sequence[ManifestError]) -> NoReturn:
+    for error in errors:
+        click.echo(f"error: {error}", err=True)
+    click.echo(f"{len(errors)} error(s); no queue status was computed", err=True)
+    raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _load(paths: Sequence[str]) -> Manifests:
+    try:
+        manifests = load_paths(paths)
+    except ManifestErrors as failure:
+        _fail(failure.errors)
+    problems = check_quota_tree(manifests)
+    if problems:
+        _fail(problems)
+    return manifests
+
+
+def build_state(manifests: Manifests) -> AdmissionState:
+    """The admission state of a cluster dump: running queued pods admitted, the rest pending."""
+    state = AdmissionState.from_manifests(manifests)
+    pods = [p for p in manifests.of_kind(Pod) if p.status.phase not in _TERMINAL]
+    nodes = {n.name: n for n in manifests.of_kind(Node)}
+    running: dict[str, Pod] = {}
+    for pod in pods:
+        key = workload_key_of(pod)
+        if key is not None and (pod.spec.node_name or pod.status.phase == "Running"):
+            running.setdefault(key, pod)
+    for workload in state.workloads_from_pods(pods):
+        bound = running.get(workload.key)
+        if bound is None:
+            state.submit(workload, workload.created)
+            continue
+        node = nodes.get(bound.spec.node_name)
+        labels = dict(node.metadata.labels) if node is not None else None
+        try:
+            state.restore(_complete(workload), workload.created, node_labels=labels)
+        except AdmissionError:
+            state.submit(workload, workload.created)
+    return state
+
+
+def _complete(workload: Workload) -> Workload:
+    """A running group is admitted as a whole, even if the dump misses some of its pods."""
+    if workload.incomplete is None:
+        return workload
+    return dataclasses.replace(workload, incomplete=None)
+
+
+def _objects(status: AdmissionStatus) -> list[dict[str, Any]]:
+    version = f"{KUEUE_GROUP}/v1beta2"
+    objects: list[dict[str, Any]] = []
+    for cq in status.cluster_queues:
+        objects.append(
+            {
+                "apiVersion": version,
+                "kind": "ClusterQueue",
+                "metadata": {"name": cq.name},
+                "status": to_data(cluster_queue_record(cq)),
+            }
+        )
+    for lq in status.local_queues:
+        namespace, name = lq.key.split("/", 1)
+        objects.append(
+            {
+                "apiVersion": version,
+                "kind": "LocalQueue",
+                "metadata": {"name": name, "namespace": namespace},
+                "status": to_data(local_queue_record(lq)),
+            }
+        )
+    for cohort in status.cohorts:
+        entry: dict[str, Any] = {"apiVersion": version, "kind": "Cohort", "metadata": {"name": cohort.name}}
+        if cohort.weighted_share is not None:
+            entry["status"] = {"fairSharing": {"weightedShare": cohort.weighted_share}}
+        objects.append(entry)
+    return objects
+
+
+def _tables(console: Console, state: AdmissionState, status: AdmissionStatus) -> None:
+    fair = state.config.fair_sharing
+    table = Table(title="ClusterQueues", title_justify="left")
+    for column in ("name", "cohort", "flavor", "resource", "nominal", "usage", "borrowed"):
+        table.add_column(column, justify="right" if column in ("nominal", "usage", "borrowed") else "left")
+    if fair:
+        table.add_column("weightedShare", justify="right")
+    table.add_column("pending", justify="right")
+    table.add_column("admitted", justify="right")
+    for cq in status.cluster_queues:
+        node = state.tree.cqs[cq.name]
+        first = True
+        rows: list[tuple[str, ResourceUsage | None]] = [(f.name, r) for f in cq.flavors for r in f.resources]
+        rows = rows or [("", None)]
+        for flavor, resource in rows:
+            cells = [cq.name if first else "", (cq.cohort or "-") if first else "", flavor]
+            if resource is None:
+                cells += ["", "", "", ""]
+            else:
+                nominal = node.nominal.get((flavor, resource.name), 0)
+                cells += [
+                    resource.name,
+                    format_amount(resource.name, nominal),
+                    format_amount(resource.name, resource.total),
+                    format_amount(resource.name, resource.borrowed) if resource.borrowed else "",
+                ]
+            if fair:
+                cells.append(str(cq.weighted_share) if first else "")
+            cells += [str(cq.pending) if first else "", str(cq.admitted) if first else ""]
+            table.add_row(*cells)
+            first = False
+    console.print(table)
+    lqs = Table(title="LocalQueues", title_justify="left")
+    for column in ("name", "clusterQueue", "pending", "admitted", "usage", "consumed (AFS)"):
+        lqs.add_column(column, justify="right" if column in ("pending", "admitted") else "left")
+    for lq in status.local_queues:
+        usage = ", ".join(
+            f"{f.name}/{r.name}={format_amount(r.name, r.total)}" for f in lq.flavors for r in f.resources
+        )
+        consumed = ""
+        if lq.consumed is not None:
+            consumed = ", ".join(f"{r}={v:.3g}" for r, v in lq.consumed.items()) or "0"
+        lqs.add_row(
+            lq.key, lq.cluster_queue, str(lq.pending), str(lq.admitted), usage or "-", consumed or "-"
+        )
+    console.print(lqs)
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json", "yaml"]),
+    default="table",
+    show_default=True,
+    help="Tables, or ClusterQueue/LocalQueue/Cohort status in Kueue's field names.",
+)
+def queues(paths: tuple[str, ...], output: str) -> None:
+    """Show ClusterQueue and LocalQueue status (usage, borrowing, shares, counts) for a cluster's manifests."""
+    manifests = _load(paths)
+    state = build_state(manifests)
+    status = state.status()
+    if output == "json":
+        payload = {"apiVersion": "v1", "kind": "List", "items": _objects(status)}
+        click.echo(msgspec.json.format(msgspec.json.encode(payload), indent=2).decode())
+    elif output == "yaml":
+        click.echo(yaml.safe_dump_all(_objects(status), sort_keys=False), nl=False)
+    else:
+        _tables(Console(), state, status)

@@ -1,0 +1,185 @@
+"""Queueing strategies, parking and requeue-on-event (fairshare.md §1.2, Kueue's cluster_queue.go)."""
+
+from __future__ import annotations
+
+from allot.admission import (
+    EVICTED_BY_PODS_READY_TIMEOUT,
+    EVICTED_BY_PREEMPTION,
+    AdmissionConfig,
+    Event,
+    EventKind,
+    Mode,
+    ParkReason,
+    RequeueConfig,
+)
+
+from .builders import CQ, admit_all, local_queue, make_state, workload
+
+
+def two_queues(strategy: CQ):
+    return make_state(
+        strategy.cohort("c").quota("default", cpu=4), CQ("other").cohort("c").quota("default", cpu=0)
+    )
+
+
+def submit_big_then_small(state) -> None:
+    state.submit(workload("big", "lq-q", created=0, cpu=6))  # never fits now (4 in the cohort)
+    state.submit(workload("small", "lq-q", created=1, cpu=1))
+
+
+def test_best_effort_fifo_parks_the_head_and_admits_behind_it() -> None:
+    state = two_queues(CQ("q"))
+    submit_big_then_small(state)
+    assert admit_all(state) == ["ns/small"]
+    assert state.pending_reason("ns/big") is not None
+    assert "insufficient quota for cpu in flavor default" in state.pending_reason("ns/big")
+    assert state.status().cluster_queue("q").pending == 1
+
+
+def test_strict_fifo_blocks_behind_the_head() -> None:
+    state = two_queues(CQ("q").strict())
+    submit_big_then_small(state)
+    assert admit_all(state) == []
+    assert state.queues["q"].blocked is not None
+    # Still blocked next cycle: nothing changed, nothing is retried.
+    assert list(state.candidates(1)) == []
+
+
+def test_higher_priority_arrival_unblocks_strict_fifo() -> None:
+    state = two_queues(CQ("q").strict())
+    submit_big_then_small(state)
+    admit_all(state)
+    state.submit(workload("urgent", "lq-q", created=5, priority=10, cpu=1))
+    assert admit_all(state) == ["ns/urgent"]
+
+
+def test_parked_workloads_are_not_retried_every_cycle() -> None:
+    state = two_queues(CQ("q"))
+    state.submit(workload("big", "lq-q", created=0, cpu=6))
+    admit_all(state)
+    calls = 0
+    original = state._assignment
+
+    def counting(entry):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        return original(entry)
+
+    state._assignment = counting  # type: ignore[method-assign]
+    for t in range(1, 20):
+        assert list(state.candidates(t)) == []
+    assert calls == 0
+
+
+def test_finish_in_the_same_cohort_requeues_parked_workloads() -> None:
+    state = two_queues(CQ("q"))
+    state.submit(workload("a", "lq-q", created=0, cpu=4))
+    state.submit(workload("b", "lq-q", created=1, cpu=2))
+    assert admit_all(state) == ["ns/a"]
+    assert admit_all(state, 1) == []  # b parked
+    state.finish("ns/a", 2)
+    assert admit_all(state, 2) == ["ns/b"]
+
+
+def test_quota_event_in_another_cohort_does_not_requeue() -> None:
+    state = make_state(
+        CQ("q").cohort("c").quota("default", cpu=1),
+        CQ("elsewhere").cohort("d").quota("default", cpu=4),
+    )
+    state.submit(workload("big", "lq-q", created=0, cpu=2))
+    admit_all(state)
+    state.notify(Event(EventKind.WORKLOAD_FINISHED, cluster_queue="elsewhere"))
+    assert "ns/big" in state.queues["q"].parked
+    state.notify(Event(EventKind.QUOTA_CHANGED, cluster_queue="q"))
+    assert "ns/big" not in state.queues["q"].parked
+
+
+def test_placement_failures_wait_for_capacity_of_their_flavor() -> None:
+    state = make_state(CQ("q").quota("default", cpu=8))
+    w = workload("w", "lq-q", cpu=1)
+    state.submit(w)
+    candidate = next(iter(state.candidates(0)))
+    state.park(candidate.workload, ParkReason.placement("0/3 nodes are available"))
+    assert state.pending_reason("ns/w") == "0/3 nodes are available"
+    state.notify(Event(EventKind.QUOTA_CHANGED))
+    assert "ns/w" in state.queues["q"].parked  # quota events do not help placement
+    state.notify(Event(EventKind.CAPACITY_FREED, flavor="other"))
+    assert "ns/w" in state.queues["q"].parked
+    state.notify(Event(EventKind.CAPACITY_FREED, flavor="default"))
+    assert admit_all(state, 1) == ["ns/w"]
+
+
+def test_pending_preemption_requeues_immediately() -> None:
+    state = make_state(CQ("q").quota("default", cpu=8))
+    w = workload("w", "lq-q", cpu=1)
+    state.submit(w)
+    candidate = next(iter(state.candidates(0)))
+    state.park(candidate.workload, ParkReason.pending_preemption())
+    assert [c.workload.key for c in state.candidates(1)] == ["ns/w"]
+
+
+def test_one_head_per_queue_per_cycle_unless_admitted() -> None:
+    state = make_state(CQ("q").quota("default", cpu=8))
+    for i in range(3):
+        state.submit(workload(f"w{i}", "lq-q", created=i, cpu=1))
+    # The engine looks but neither admits nor parks: the queue is done for this cycle.
+    assert [c.workload.key for c in state.candidates(0)] == ["ns/w0"]
+    # Admitting lets the queue offer its next head in the same cycle.
+    assert admit_all(state, 1) == ["ns/w0", "ns/w1", "ns/w2"]
+
+
+def test_evicted_by_preemption_goes_back_in_line_with_its_creation_time() -> None:
+    state = make_state(CQ("q").quota("default", cpu=1))
+    state.submit(workload("old", "lq-q", created=0, cpu=1))
+    admit_all(state)
+    state.submit(workload("newer", "lq-q", created=5, cpu=1))
+    state.evict("ns/old", EVICTED_BY_PREEMPTION, 10)
+    assert state.pending_order("q") == ["ns/old", "ns/newer"]
+
+
+def test_pods_ready_timeout_backoff_and_eviction_timestamp() -> None:
+    config = AdmissionConfig(requeue=RequeueConfig(backoff_base=60, backoff_max=3600, backoff_limit=2))
+    state = make_state(CQ("q").quota("default", cpu=1), config=config)
+    state.submit(workload("w", "lq-q", created=0, cpu=1))
+    admit_all(state)
+    state.submit(workload("later", "lq-q", created=50, cpu=1))
+    state.evict("ns/w", EVICTED_BY_PODS_READY_TIMEOUT, 100)
+    # Parked for 60 s; later (created 50) goes first meanwhile.
+    assert admit_all(state, 120) == ["ns/later"]
+    state.finish("ns/later", 130)
+    assert admit_all(state, 159) == []
+    assert admit_all(state, 160) == ["ns/w"]
+    # Second timeout: 120 s; third: over the limit of 2 requeues => deactivated.
+    state.evict("ns/w", EVICTED_BY_PODS_READY_TIMEOUT, 200)
+    assert admit_all(state, 319) == []
+    assert admit_all(state, 320) == ["ns/w"]
+    state.evict("ns/w", EVICTED_BY_PODS_READY_TIMEOUT, 400)
+    assert admit_all(state, 10_000) == []
+    assert "deactivated" in (state.pending_reason("ns/w") or "")
+
+
+def test_missing_local_queue_and_namespace_selector() -> None:
+    selective = CQ("q").quota("default", cpu=4)
+    selective.spec["namespaceSelector"] = {"matchLabels": {"team": "a"}}
+    state = make_state(selective, local_queues=(local_queue("ns/lq-q", "q"),))
+    state.submit(workload("nolq", "missing", cpu=1))
+    assert state.pending_reason("ns/nolq") == "LocalQueue ns/missing doesn't exist"
+    state.submit(workload("w", "lq-q", cpu=1))
+    assert (
+        state.pending_reason("ns/w") == "namespace ns doesn't match the namespaceSelector of ClusterQueue q"
+    )
+    assert state.assign(state.entries["ns/w"].workload).mode is Mode.NO_FIT
+    assert admit_all(state) == []
+
+
+def test_rollback_of_admit_restores_queue_and_quota() -> None:
+    state = make_state(CQ("q").quota("default", cpu=4))
+    w = workload("w", "lq-q", cpu=2)
+    state.submit(w)
+    with state.journal.transaction():
+        state.admit(w, state.assign(w), 0)
+        assert state.is_admitted("ns/w")
+    assert not state.is_admitted("ns/w")
+    assert state.usage("q") == {}
+    assert state.pending_order("q") == ["ns/w"]
+    assert admit_all(state) == ["ns/w"]

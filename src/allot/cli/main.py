@@ -6,6 +6,8 @@ import click
 
 from allot import __version__
 from allot.cli.allocate_cmd import allocate
+from allot.cli.place_cmd import place
+from allot.cli.queues_cmd import queues
 from allot.cli.validate_cmd import validate
 
 
@@ -17,6 +19,8 @@ def cli() -> None:
 
 cli.add_command(validate)
 cli.add_command(allocate)
+cli.add_command(place)
+cli.add_command(queues)
 
 
 def main() -> None:

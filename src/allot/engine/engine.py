@@ -1,0 +1,353 @@
+"""One scheduling cycle: admission order, quota fit, placement, preemption, decisions.
+
+`Engine.cycle(now)` looks at every pending pod once and returns what it
+decided, having applied it to the ClusterState (and AdmissionState):
+
+1. Workloads submitted to Kueue queues, in admission order (fair sharing,
+   admission fair sharing, priority, time): a workload is admitted only
+   when its quota fits (possibly after preempting other workloads, as
+   Kueue decides) **and** all its pods are placed on nodes of its flavor —
+   one transaction, so quota is never held by unplaceable work.
+2. Pods outside Kueue, as kube-scheduler would: by priority, then arrival;
+   gangs all-or-nothing; when nothing fits, default preemption of
+   lower-priority pods.
+
+A pod or workload that fails waits until something that could help
+happens (a pod leaves a node, a node comes back, quota is released): it is
+not retried every cycle. The engine does no I/O and reads no clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from msgspec.structs import replace
+
+from allot.admission.events import Event, EventKind, ParkReason
+from allot.admission.flavors import Mode
+from allot.admission.state import AdmissionState
+from allot.admission.workload import Workload
+from allot.cluster.state import ClusterState, PodInfo
+from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
+from allot.model.kueue import QUEUE_NAME_LABEL
+from allot.scheduling.gang import Gang, GangPlacement, gangs, place_gang
+from allot.scheduling.preemption import Preemptor
+from allot.scheduling.profile import Profile
+from allot.scheduling.scheduler import Outcome, Placement, Scheduler, Unschedulable
+
+PREEMPTED_BY_POD = "Preempted by a higher-priority pod"
+
+
+@dataclass(frozen=True, slots=True)
+class EnginePolicy:
+    """How the engine orders and protects work.
+
+    `queues`: admit pods that carry a Kueue queue label through the
+    admission state (True), or treat every pod as kube-scheduler would,
+    by priority then arrival (False, the "fifo-priority" baseline).
+    `preemption`: whether pods outside Kueue may preempt lower priorities.
+    """
+
+    queues: bool = True
+    preemption: bool = True
+    # Only pods naming this scheduler are considered (as a second scheduler beside kube-scheduler); None = all.
+    scheduler_name: str | None = None
+
+
+class Engine:
+    """Decides where pending work goes; see the module docstring for the cycle."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        *,
+        admission: AdmissionState | None = None,
+        profiles: dict[str, Profile] | None = None,
+        policy: EnginePolicy | None = None,
+        fallback_profile: str | None = None,
+    ) -> None:
+        self.state = state
+        self.policy = policy if policy is not None else EnginePolicy()
+        self.admission = admission if self.policy.queues else None
+        if self.admission is not None and self.admission.journal is not state.journal:
+            raise ValueError("the admission state must share the cluster state's journal")
+        self.scheduler = Scheduler(state, profiles, fallback=fallback_profile)
+        self.preemptor = Preemptor(self.scheduler)
+        # pod -> the `releases` count when it last failed; retried only after something left.
+        self._parked: dict[str, tuple[int, str]] = {}
+        # Pods of admitted Kueue workloads, and their specs before Kueue edited them.
+        self._workload_of_pod: dict[str, str] = {}
+        self._original: dict[str, object] = {}
+        self._submitted: set[str] = set()
+
+    # -- bookkeeping the drivers call --------------------------------------------------
+
+    def ours(self, info: PodInfo) -> bool:
+        name = self.policy.scheduler_name
+        return name is None or info.pod.spec.scheduler_name == name
+
+    def queued(self, info: PodInfo) -> bool:
+        """Whether the pod is handled by admission (it names a Kueue queue and admission is on)."""
+        return self.admission is not None and QUEUE_NAME_LABEL in info.pod.metadata.labels
+
+    def submit_new_workloads(self, now: float) -> None:
+        """Turn queued pods that arrived since the last cycle into Kueue workloads."""
+        if self.admission is None:
+            return
+        fresh = [
+            info.pod
+            for info in self.state.pending()
+            if self.ours(info)
+            and self.queued(info)
+            and info.key not in self._submitted
+            and info.key not in self._workload_of_pod
+        ]
+        if not fresh:
+            return
+        known = {k for k in self._submitted}
+        for workload in self.admission.workloads_from_pods(fresh):
+            if all(p in known for p in workload.pods):
+                continue
+            self.admission.submit(workload, now)
+            self._submitted.update(workload.pods)
+
+    def workload_finished(self, workload_key: str, now: float) -> None:
+        """All pods of an admitted workload completed: release its quota."""
+        if self.admission is None:
+            return
+        for pod, workload in list(self._workload_of_pod.items()):
+            if workload == workload_key:
+                del self._workload_of_pod[pod]
+                self._submitted.discard(pod)
+        self.admission.finish(workload_key, now)
+
+    def workload_of(self, pod_key: str) -> str:
+        return self._workload_of_pod.get(pod_key, "")
+
+    # -- the cycle --------------------------------------------------------------------------
+
+    def cycle(self, now: float = 0.0) -> CycleResult:
+        decisions: list[Decision] = []
+        if self.admission is not None:
+            self.submit_new_workloads(now)
+            self.admission.advance(now)
+            self._admit_workloads(now, decisions)
+        self._schedule_pods(now, decisions)
+        return CycleResult(tuple(decisions))
+
+    # -- kube-scheduler path ----------------------------------------------------------------
+
+    def _order(self, pending: Iterable[PodInfo]) -> list[PodInfo]:
+        return sorted(pending, key=lambda i: (-i.priority, i.sequence, i.key))
+
+    def _schedule_pods(self, now: float, decisions: list[Decision]) -> None:
+        state = self.state
+        pending = [i for i in state.pending() if self.ours(i) and not self.queued(i)]
+        if not pending:
+            return
+        groups = gangs(pending)
+        member_of = {key: gang for gang in groups.values() for key in gang.members}
+        done_gangs: set[str] = set()
+        for info in self._order(pending):
+            if info.node is not None:
+                continue
+            parked = self._parked.get(info.key)
+            if parked is not None and parked[0] == state.releases:
+                decisions.append(Waiting(info.key, parked[1]))
+                continue
+            gang = member_of.get(info.key)
+            if gang is not None:
+                if gang.key in done_gangs:
+                    continue
+                done_gangs.add(gang.key)
+                self._schedule_gang(gang, now, decisions)
+            else:
+                self._schedule_pod(info.key, now, decisions)
+
+    def _schedule_pod(self, pod_key: str, now: float, decisions: list[Decision]) -> None:
+        outcome, victims = self._schedule_with_preemption(pod_key, now)
+        if isinstance(outcome, Placement):
+            self._parked.pop(pod_key, None)
+            decisions.extend(victims)
+            decisions.append(Bound(pod_key, outcome.node, outcome.allocations, outcome.score))
+            return
+        self._park(pod_key, outcome.message)
+        decisions.append(Waiting(pod_key, outcome.message))
+
+    def _schedule_gang(self, gang: Gang, now: float, decisions: list[Decision]) -> None:
+        victims: list[Evicted] = []
+
+        def one(pod_key: str) -> Outcome:
+            outcome, evicted = self._schedule_with_preemption(pod_key, now)
+            victims.extend(evicted)
+            return outcome
+
+        result = place_gang(self.state, gang, one)
+        if isinstance(result, GangPlacement):
+            decisions.extend(victims)
+            for placement in result.placements:
+                self._parked.pop(placement.pod_key, None)
+                decisions.append(
+                    Bound(placement.pod_key, placement.node, placement.allocations, placement.score, gang.key)
+                )
+            return
+        for member in gang.members:
+            if not self.state.pods[member].bound:
+                self._park(member, result.reason)
+                decisions.append(Waiting(member, result.reason, gang.key))
+
+    def _park(self, pod_key: str, reason: str) -> None:
+        self._parked[pod_key] = (self.state.releases, reason)
+
+    def _schedule_with_preemption(self, pod_key: str, now: float) -> tuple[Outcome, list[Evicted]]:
+        outcome = self.scheduler.schedule(pod_key)
+        if isinstance(outcome, Placement) or not self.policy.preemption:
+            return outcome, []
+        choice = self.preemptor.preempt(pod_key, outcome)
+        if choice is None:
+            return outcome, []
+        evicted: list[Evicted] = []
+        with self.state.journal.transaction() as tx:
+            for victim in choice.victims:
+                evicted.extend(self._evict_pod(victim, PREEMPTED_BY_POD, pod_key, now))
+            retry = self.scheduler.schedule(pod_key)
+            if isinstance(retry, Placement):
+                tx.commit()
+                return dataclasses.replace(retry, victims=tuple((e.pod, e.reason) for e in evicted)), evicted
+        return outcome, []
+
+    def _evict_pod(self, pod_key: str, reason: str, preemptor: str, now: float) -> list[Evicted]:
+        """Unbind a victim; a pod of an admitted workload takes its whole workload with it."""
+        workload = self._workload_of_pod.get(pod_key)
+        if workload is not None and self.admission is not None:
+            return self._evict_workload(workload, reason, preemptor, now)
+        self.state.unbind(pod_key)
+        return [Evicted(pod_key, reason, preemptor)]
+
+    # -- Kueue path -----------------------------------------------------------------------
+
+    def _evict_workload(self, workload_key: str, reason: str, preemptor: str, now: float) -> list[Evicted]:
+        assert self.admission is not None
+        evicted: list[Evicted] = []
+        for pod_key in sorted(p for p, w in self._workload_of_pod.items() if w == workload_key):
+            if self.state.pods.get(pod_key) is not None and self.state.pods[pod_key].bound:
+                self.state.unbind(pod_key)
+                evicted.append(Evicted(pod_key, reason, preemptor))
+            original = self._original.get(pod_key)
+            if original is not None and pod_key in self.state.pods:
+                self.state.replace_pod(pod_key, original)  # type: ignore[arg-type]
+            self._forget_pod(pod_key)
+        self.admission.evict(workload_key, reason, now)
+        return evicted
+
+    def _forget_pod(self, pod_key: str) -> None:
+        """Drop a pod's workload membership, journaled so a rolled-back preemption restores it."""
+        workload = self._workload_of_pod.pop(pod_key)
+        original = self._original.pop(pod_key, None)
+
+        def undo() -> None:
+            self._workload_of_pod[pod_key] = workload
+            if original is not None:
+                self._original[pod_key] = original
+
+        self.state.journal.record(undo)
+
+    def _admit_workloads(self, now: float, decisions: list[Decision]) -> None:
+        admission = self.admission
+        assert admission is not None
+        journal = self.state.journal
+        for candidate in admission.candidates(now):
+            workload = candidate.workload
+            assignment = admission.assign(workload)
+            if assignment.mode == Mode.NO_FIT:
+                reason = assignment.reason or "; ".join(r for ps in assignment.pod_sets for r in ps.reasons)
+                admission.park(workload, ParkReason.quota(reason))
+                decisions.extend(Waiting(p, reason, workload.key) for p in workload.pods)
+                continue
+            failure = ""
+            with journal.transaction() as tx:
+                evicted: list[Evicted] = []
+                if assignment.mode == Mode.PREEMPT:
+                    targets = admission.preemption_targets(workload, assignment)
+                    if not targets:
+                        failure = "quota: not enough quota, and no workload can be preempted to make room"
+                    else:
+                        for target in targets:
+                            evicted.extend(
+                                self._evict_workload(
+                                    target.workload_key, target.message(workload.key), workload.key, now
+                                )
+                            )
+                placements: list[Placement] = []
+                if not failure:
+                    placed = self._place_workload(workload, assignment)
+                    if isinstance(placed, str):
+                        failure = placed
+                    else:
+                        placements = placed
+                if not failure:
+                    admission.admit(workload, assignment, now)
+                    tx.commit()
+            if failure:
+                kind = ParkReason.quota if failure.startswith("quota:") else ParkReason.placement
+                admission.park(workload, kind(failure))
+                decisions.extend(Waiting(p, failure, workload.key) for p in workload.pods)
+                continue
+            decisions.extend(evicted)
+            for placement in placements:
+                self._workload_of_pod[placement.pod_key] = workload.key
+                decisions.append(
+                    Bound(
+                        placement.pod_key,
+                        placement.node,
+                        placement.allocations,
+                        placement.score,
+                        workload.key,
+                    )
+                )
+            flavors = {
+                f"{ps.name}/{resource}": choice.flavor
+                for ps in assignment.pod_sets
+                for resource, choice in sorted(ps.flavors.items())
+            }
+            decisions.append(Admitted(workload.key, candidate.cluster_queue, flavors, assignment.borrows))
+
+    def _place_workload(self, workload: Workload, assignment: object) -> list[Placement] | str:
+        """Place every pod of the workload on its flavor's nodes; a reason string if any does not fit."""
+        admission = self.admission
+        assert admission is not None
+        state = self.state
+        placements: list[Placement] = []
+        for pod_set in workload.pod_sets:
+            node_filter = admission.node_filter(assignment, pod_set.name)  # type: ignore[arg-type]
+            for pod_key in sorted(pod_set.pods):
+                info = state.pods.get(pod_key)
+                if info is None:
+                    return f"pod {pod_key} of workload {workload.key} does not exist"
+                if node_filter.node_labels or node_filter.tolerations:
+                    # Kueue injects the flavor's node labels and tolerations into admitted pods.
+                    spec = info.pod.spec
+                    edited = replace(
+                        info.pod,
+                        spec=replace(
+                            spec,
+                            node_selector={**spec.node_selector, **node_filter.node_labels},
+                            tolerations=(*spec.tolerations, *node_filter.tolerations),
+                        ),
+                    )
+                    self._original.setdefault(pod_key, info.pod)
+                    state.replace_pod(pod_key, edited)
+                outcome = self.scheduler.schedule(pod_key)
+                if isinstance(outcome, Unschedulable):
+                    return f"pod {pod_key}: {outcome.message}"
+                placements.append(outcome)
+        return placements
+
+    def notify(self, event: Event) -> None:
+        if self.admission is not None:
+            self.admission.notify(event)
+
+
+__all__ = ["Engine", "EnginePolicy", "Event", "EventKind"]

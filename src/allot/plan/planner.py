@@ -1,0 +1,195 @@
+"""The one-shot planner behind `allot place`: where would every pending pod go, and why not.
+
+`plan(manifests)` builds the cluster (and, when ClusterQueues are present,
+the Kueue admission state) from manifests, runs engine cycles until nothing
+changes, and returns the decisions with the resulting state. `explain`
+re-runs one pending pod's cycle and adds, for each node the allocator
+rejected, the allocator's own diagnosis. `resulting_objects` gives the
+Pods (with nodeName) and ResourceClaims (with status.allocation and
+reservedFor) in upstream form.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from msgspec.structs import replace
+
+from allot.admission.state import AdmissionState
+from allot.cluster.invariants import check
+from allot.cluster.state import ClusterState
+from allot.dra import AllocationError, Allocator, NoAllocation
+from allot.engine.decisions import Admitted, Bound, Decision, Evicted, Waiting
+from allot.engine.engine import Engine, EnginePolicy
+from allot.model.base import Object
+from allot.model.core import Pod, PodResourceClaimStatus
+from allot.model.kueue import ClusterQueue
+from allot.model.loader import Manifests
+from allot.scheduling.profile import DEFAULT_SCHEDULER_NAME, Profile
+from allot.scheduling.scheduler import Unschedulable
+from allot.scheduling.status import Status
+
+MAX_CYCLES = 20
+
+
+@dataclass
+class PlanResult:
+    state: ClusterState
+    engine: Engine
+    decisions: list[Decision] = field(default_factory=list)
+    # The last reason each still-pending pod got.
+    waiting: dict[str, str] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
+
+    @property
+    def bound(self) -> list[Bound]:
+        return [d for d in self.decisions if isinstance(d, Bound)]
+
+    @property
+    def evicted(self) -> list[Evicted]:
+        return [d for d in self.decisions if isinstance(d, Evicted)]
+
+    @property
+    def admitted(self) -> list[Admitted]:
+        return [d for d in self.decisions if isinstance(d, Admitted)]
+
+
+def build_engine(
+    manifests: Manifests,
+    *,
+    profiles: Mapping[str, Profile] | None = None,
+    scheduler_name: str | None = None,
+    queues: bool = True,
+) -> Engine:
+    """A ClusterState (and AdmissionState when the manifests hold ClusterQueues) with an engine over them."""
+    state = ClusterState.from_manifests(manifests)
+    admission = None
+    if queues and manifests.of_kind(ClusterQueue):
+        admission = AdmissionState.from_manifests(manifests, journal=state.journal)
+    known = dict(profiles) if profiles else {DEFAULT_SCHEDULER_NAME: Profile()}
+    fallback = None if scheduler_name else next(iter(known))
+    if scheduler_name and scheduler_name not in known:
+        # A second scheduler runs the default profile under its own name.
+        known[scheduler_name] = replace_profile_name(known[next(iter(known))], scheduler_name)
+    return Engine(
+        state,
+        admission=admission,
+        profiles=known,
+        policy=EnginePolicy(queues=queues, scheduler_name=scheduler_name),
+        fallback_profile=fallback,
+    )
+
+
+def replace_profile_name(profile: Profile, name: str) -> Profile:
+    return dataclasses.replace(profile, scheduler_name=name)
+
+
+def plan(
+    manifests: Manifests,
+    *,
+    profiles: Mapping[str, Profile] | None = None,
+    scheduler_name: str | None = None,
+    queues: bool = True,
+    check_invariants: bool = False,
+) -> PlanResult:
+    """Place every pending pod the scheduler is responsible for; see the module docstring."""
+    engine = build_engine(manifests, profiles=profiles, scheduler_name=scheduler_name, queues=queues)
+    result = PlanResult(engine.state, engine)
+    for _ in range(MAX_CYCLES):
+        outcome = engine.cycle(0.0)
+        result.decisions.extend(d for d in outcome.decisions if not isinstance(d, Waiting))
+        for decision in outcome.decisions:
+            if isinstance(decision, Waiting):
+                result.waiting[decision.pod] = decision.reason
+            elif isinstance(decision, Bound):
+                result.waiting.pop(decision.pod, None)
+        if check_invariants:
+            result.violations.extend(check(engine.state))
+        if not outcome.bound and not outcome.evicted:
+            break
+    result.waiting = {k: v for k, v in result.waiting.items() if not engine.state.pods[k].bound}
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class NodeExplanation:
+    node: str
+    status: Status
+    allocator: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    pod: str
+    summary: str
+    nodes: tuple[NodeExplanation, ...]
+
+
+def explain(result: PlanResult, pod_key: str) -> Explanation:
+    """Why `pod_key` is where it is, or per node why it fits nowhere."""
+    state = result.state
+    info = state.pods.get(pod_key)
+    if info is None:
+        raise KeyError(f"no pod {pod_key!r}; pods are named namespace/name")
+    if info.node is not None:
+        node = state.nodes.infos[info.node].name
+        return Explanation(pod_key, f"bound to {node}", ())
+    with state.journal.transaction():
+        outcome = result.engine.scheduler.place(pod_key)
+    if not isinstance(outcome, Unschedulable):
+        reason = result.waiting.get(pod_key, "")
+        return Explanation(pod_key, f"fits on {outcome.node} now; it waits because: {reason}", ())
+    claims = [state.claims[key] for _, key in info.claims if key in state.claims]
+    unallocated = [c for c in claims if c.status.allocation is None]
+    allocator = Allocator(state.classes, state.slices, features=state.features)
+    nodes: list[NodeExplanation] = []
+    for name, status in sorted(outcome.diagnosis.node_statuses.items()):
+        detail = ""
+        if status.plugin == "DynamicResources" and unallocated:
+            index = state.nodes.index[name]
+            try:
+                allocation = allocator.allocate(state.nodes.infos[index].node, unallocated, state.allocated)
+            except AllocationError as failure:
+                detail = failure.message
+            else:
+                if isinstance(allocation, NoAllocation):
+                    detail = allocation.node_error or allocation.diagnosis.text()
+        nodes.append(NodeExplanation(name, status, detail))
+    return Explanation(pod_key, outcome.message, tuple(nodes))
+
+
+def resulting_objects(result: PlanResult) -> list[Object]:
+    """Pods with spec.nodeName and ResourceClaims with status, for every pod placed by this plan."""
+    state = result.state
+    placed = {d.pod for d in result.bound}
+    objects: list[Object] = []
+    claim_keys: set[str] = set()
+    for key in sorted(placed):
+        info = state.pods[key]
+        if info.node is None:
+            continue
+        node = state.nodes.infos[info.node].name
+        pod: Pod = info.pod
+        statuses = pod.status.resource_claim_statuses
+        generated = {
+            entry: state.claims[claim_key].name
+            for entry, claim_key in info.claims
+            if claim_key in state.claims
+            and any(e.name == entry and e.resource_claim_template_name for e in pod.spec.resource_claims)
+        }
+        if generated:
+            statuses = tuple(
+                PodResourceClaimStatus(name=e, resource_claim_name=n) for e, n in sorted(generated.items())
+            )
+        objects.append(
+            replace(
+                pod,
+                spec=replace(pod.spec, node_name=node),
+                status=replace(pod.status, resource_claim_statuses=statuses),
+            )
+        )
+        claim_keys.update(k for _, k in info.claims if k in state.claims)
+    objects.extend(state.claims[k] for k in sorted(claim_keys))
+    return objects

@@ -1,0 +1,102 @@
+"""Admission and placement decided together (one transaction), through the engine."""
+
+from __future__ import annotations
+
+from allot.admission.state import AdmissionState
+from allot.cluster.invariants import check
+from allot.cluster.state import ClusterState
+from allot.engine.engine import Engine
+from allot.model.loader import load_text
+
+QUEUES = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: gpu}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team}
+spec:
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority}
+  resourceGroups:
+  - coveredResources: [cpu, nvidia.com/gpu]
+    flavors:
+    - name: gpu
+      resources:
+      - {name: cpu, nominalQuota: "64"}
+      - {name: nvidia.com/gpu, nominalQuota: "8"}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: q, namespace: default}
+spec: {clusterQueue: team}
+"""
+
+
+def node_yaml(name: str, gpus: int) -> str:
+    return f"""
+apiVersion: v1
+kind: Node
+metadata: {{name: {name}}}
+status: {{allocatable: {{cpu: "32", memory: 128Gi, pods: "110", nvidia.com/gpu: "{gpus}"}}}}
+"""
+
+
+def pod_yaml(name: str, gpus: int, priority: int = 0) -> str:
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default, labels: {{kueue.x-k8s.io/queue-name: q}}}}
+spec:
+  priority: {priority}
+  containers: [{{name: c, resources: {{limits: {{cpu: "1", nvidia.com/gpu: "{gpus}"}}}}}}]
+"""
+
+
+def engine_for(*documents: str) -> Engine:
+    manifests = load_text("\n---\n".join([QUEUES, *documents]))
+    state = ClusterState.from_manifests(manifests)
+    admission = AdmissionState.from_manifests(manifests, journal=state.journal)
+    return Engine(state, admission=admission)
+
+
+def test_quota_that_fits_but_no_node_shape_does_not_admit() -> None:
+    # Kueue #4329: 8 GPUs of quota, but free as 2 x 4. allot admits only what it can place.
+    engine = engine_for(node_yaml("n1", 4), node_yaml("n2", 4), pod_yaml("big", 8))
+    result = engine.cycle(0.0)
+    assert not result.admitted and not result.bound
+    (waiting,) = result.waiting
+    assert waiting.pod == "default/big"
+    assert "Insufficient nvidia.com/gpu" in waiting.reason
+    assert engine.admission is not None
+    cq = engine.admission.status().cluster_queue("team")
+    assert cq.admitted == 0 and cq.pending == 1
+    assert all(r.total == 0 for f in cq.flavors for r in f.resources)
+
+
+def test_workloads_that_fit_are_admitted_and_placed_together() -> None:
+    engine = engine_for(
+        node_yaml("n1", 4), node_yaml("n2", 4), pod_yaml("a", 4), pod_yaml("b", 4), pod_yaml("c", 4)
+    )
+    result = engine.cycle(0.0)
+    assert len(result.admitted) == 2
+    assert sorted(d.node for d in result.bound) == ["n1", "n2"]
+    assert [d.pod for d in result.waiting] == ["default/c"]
+    assert check(engine.state) == []
+
+
+def test_higher_priority_workload_preempts_within_the_cluster_queue() -> None:
+    engine = engine_for(node_yaml("n1", 8), pod_yaml("low", 8, priority=1))
+    first = engine.cycle(0.0)
+    assert [d.pod for d in first.bound] == ["default/low"]
+    state = engine.state
+    from allot.model.loader import load_text as load
+
+    (high,) = load(pod_yaml("high", 8, priority=10)).objects
+    state.add_pod(high)  # type: ignore[arg-type]
+    second = engine.cycle(1.0)
+    assert [d.pod for d in second.evicted] == ["default/low"]
+    assert [d.pod for d in second.bound] == ["default/high"]
+    assert not state.pods["default/low"].bound
+    assert check(state) == []

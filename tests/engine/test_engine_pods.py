@@ -1,0 +1,66 @@
+"""The engine's kube-scheduler path: priority then arrival, preemption, gangs, waiting for change."""
+
+from __future__ import annotations
+
+from allot.cluster.state import ClusterState
+from allot.engine.decisions import Bound, Evicted, Waiting
+from allot.engine.engine import Engine, EnginePolicy
+from builders import node, pod
+
+
+def test_higher_priority_goes_first_then_arrival_order() -> None:
+    state = ClusterState(
+        nodes=[node("n1", cpu="2")],
+        pods=[pod("early-low", cpu="2", priority=1), pod("late-high", cpu="2", priority=5)],
+    )
+    result = Engine(state, policy=EnginePolicy(preemption=False)).cycle()
+    assert [d.pod for d in result.bound] == ["default/late-high"]
+    assert [d.pod for d in result.waiting] == ["default/early-low"]
+
+
+def test_preemption_evicts_and_binds_in_one_cycle() -> None:
+    state = ClusterState(nodes=[node("n1", cpu="2")], pods=[pod("low", cpu="2", priority=1, node_name="n1")])
+    state.add_pod(pod("high", cpu="2", priority=10))
+    result = Engine(state).cycle()
+    assert [(type(d).__name__, d.pod) for d in result.decisions if isinstance(d, (Bound, Evicted))] == [
+        ("Evicted", "default/low"),
+        ("Bound", "default/high"),
+    ]
+    assert not state.pods["default/low"].bound
+
+
+def test_waiting_pods_are_not_retried_until_something_leaves() -> None:
+    state = ClusterState(
+        nodes=[node("n1", cpu="2")], pods=[pod("a", cpu="2", node_name="n1"), pod("b", cpu="2")]
+    )
+    engine = Engine(state)
+    first = engine.cycle()
+    assert [d.pod for d in first.waiting] == ["default/b"]
+    calls = 0
+    original = engine.scheduler.place
+
+    def counting(*args: object, **kwargs: object) -> object:
+        nonlocal calls
+        calls += 1
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    engine.scheduler.place = counting  # type: ignore[method-assign]
+    second = engine.cycle()
+    assert calls == 0 and isinstance(second.waiting[0], Waiting)
+    state.remove_pod("default/a")
+    third = engine.cycle()
+    assert calls == 1 and [d.pod for d in third.bound] == ["default/b"]
+
+
+def test_gang_members_bind_together_with_their_workload_key() -> None:
+    labels = {"kueue.x-k8s.io/pod-group-name": "g"}
+    annotations = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+    state = ClusterState(
+        nodes=[node("n1", cpu="2"), node("n2", cpu="2")],
+        pods=[pod(f"w{i}", cpu="2", labels=labels, annotations=annotations) for i in range(2)],
+    )
+    result = Engine(state, policy=EnginePolicy(queues=False)).cycle()
+    assert sorted((d.pod, d.workload) for d in result.bound) == [
+        ("default/w0", "default/g"),
+        ("default/w1", "default/g"),
+    ]

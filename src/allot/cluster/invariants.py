@@ -24,7 +24,6 @@ from fractions import Fraction
 import numpy as np
 
 from allot.cluster.claims import pod_uid
-from allot.cluster.resources import PODS
 from allot.cluster.state import ClusterState
 from allot.dra import AllocatedState, DeviceId
 from allot.dra.errors import AllocationError
@@ -123,7 +122,7 @@ def _check_nodes(state: ClusterState) -> list[str]:
     sums: dict[str, np.ndarray] = {name: np.zeros(table.size, dtype=np.int64) for name in table.requested}
     for info in state.bound():
         assert info.node is not None
-        for name, value in {**info.requests, PODS: info.requests.get(PODS, 0) + 1}.items():
+        for name, value in ClusterState.node_usage(info).items():
             sums.setdefault(name, np.zeros(table.size, dtype=np.int64))[info.node] += value
     for name, total in sorted(sums.items()):
         tracked = table.requested.get(name)

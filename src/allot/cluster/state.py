@@ -16,7 +16,7 @@ answers questions (what is free, who uses what) and applies decisions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from msgspec.structs import replace
@@ -42,6 +42,11 @@ from allot.model.scheduling import PodDisruptionBudget, PriorityClass
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
+# Mutating admission for pods entering the state: returns the pod to keep and the
+# ResourceClaims to create with it (HAMi's webhook, allot.cluster.hami).
+PodMutator = Callable[["ClusterState", Pod], tuple[Pod, Sequence[ResourceClaim]]]
+
+
 class StateError(ValueError):
     """A decision that contradicts the state (a bug in the caller, not an expected outcome)."""
 
@@ -62,6 +67,8 @@ class PodInfo:
     sequence: int = 0
     # When the pod was last bound, as an increasing counter (for "most recently started" orderings).
     started: int = 0
+    # Requested resources that claims serve on its node (extended resources through DRA): not node usage.
+    served_by_claims: frozenset[str] = frozenset()
     missing: list[str] = field(default_factory=list)
 
     @property
@@ -99,6 +106,7 @@ class ClusterState:
         disruption_budgets: Iterable[PodDisruptionBudget] = (),
         namespaces: Iterable[Namespace] = (),
         features: Features | None = None,
+        pod_mutators: Iterable[PodMutator] | None = None,
     ) -> None:
         self.journal = Journal()
         self.features = features if features is not None else Features.all()
@@ -113,6 +121,12 @@ class ClusterState:
         self.allocated = AllocatedState.from_claims(self.claims.values())
         # Called with (allocation, +1 or -1) whenever device use changes, including on rollback.
         self.allocation_listeners: list[Callable[[AllocationResult, int], None]] = []
+        # Called with (pod, +1 or -1) when a pod takes or leaves a node (its claims are
+        # allocated at both moments), including on rollback.
+        self.pod_listeners: list[Callable[[PodInfo, int], None]] = []
+        # Applied to every new pod, in order. By default HAMi's request mapping, which does
+        # nothing unless HAMi's DeviceClass exists (see allot.cluster.hami).
+        self.pod_mutators: list[PodMutator] = list(pod_mutators) if pod_mutators is not None else []
         self.pods: dict[str, PodInfo] = {}
         self._sequence = 0
         self._binds = 0
@@ -164,6 +178,12 @@ class ClusterState:
         key = pod.key
         if key in self.pods:
             raise StateError(f"pod {key} already exists")
+        if not (bind_existing and pod.spec.node_name):
+            # A bound pod went through admission before it was bound.
+            for mutate in self.pod_mutators:
+                pod, created = mutate(self, pod)
+                for claim in created:
+                    self._put_claim(claim)
         entries: list[tuple[str, str]] = []
         missing: list[str] = []
         statuses = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
@@ -223,8 +243,15 @@ class ClusterState:
         if previous is not None:
             self.journal.record(lambda: self.claims.__setitem__(key, previous))
 
+    @staticmethod
+    def node_usage(info: PodInfo) -> dict[str, int]:
+        """What the pod takes from its node's allocatable: its requests, one pod slot, minus claim-served resources."""
+        usage = {k: v for k, v in info.requests.items() if k not in info.served_by_claims}
+        usage[PODS] = usage.get(PODS, 0) + 1
+        return usage
+
     def _occupy(self, info: PodInfo, index: int) -> None:
-        usage = {**info.requests, PODS: info.requests.get(PODS, 0) + 1}
+        usage = self.node_usage(info)
         self.nodes.add_usage(index, usage, info.nonzero, +1)
         node_pods = self.nodes.infos[index].pods
         node_pods.add(info.key)
@@ -232,19 +259,26 @@ class ClusterState:
         self._binds += 1
         info.started = self._binds
         key = info.key
+        self._notify_pod(info, +1)
 
         def undo() -> None:
+            self._notify_pod(info, -1)
             node_pods.discard(key)
             info.node = None
 
         self.journal.record(undo)
 
+    def _notify_pod(self, info: PodInfo, sign: int) -> None:
+        for listener in self.pod_listeners:
+            listener(info, sign)
+
     def _vacate(self, info: PodInfo) -> None:
         index = info.node
         if index is None:
             return
-        usage = {**info.requests, PODS: info.requests.get(PODS, 0) + 1}
+        usage = self.node_usage(info)
         self.nodes.add_usage(index, usage, info.nonzero, -1)
+        self._notify_pod(info, -1)
         node_pods = self.nodes.infos[index].pods
         node_pods.discard(info.key)
         info.node = None
@@ -253,6 +287,7 @@ class ClusterState:
         def undo() -> None:
             node_pods.add(key)
             info.node = index
+            self._notify_pod(info, +1)
 
         self.journal.record(undo)
 
@@ -281,11 +316,22 @@ class ClusterState:
             listener(allocation, sign)
         self.journal.record(lambda: self._apply_allocation(allocation, -sign))
 
-    def bind(self, pod_key: str, node_name: str, allocations: Mapping[str, AllocationResult]) -> None:
+    def bind(
+        self,
+        pod_key: str,
+        node_name: str,
+        allocations: Mapping[str, AllocationResult],
+        *,
+        served_by_claims: frozenset[str] = frozenset(),
+    ) -> None:
         """Place a pending pod: allocate its unallocated claims, reserve them, take node resources."""
         info = self.pods[pod_key]
         if info.node is not None:
             raise StateError(f"pod {pod_key} is already bound")
+        if served_by_claims != info.served_by_claims:
+            previous = info.served_by_claims
+            info.served_by_claims = served_by_claims
+            self.journal.record(lambda: setattr(info, "served_by_claims", previous))
         index = self.nodes.index[node_name]
         for claim_key, allocation in allocations.items():
             self.allocate_claim(claim_key, allocation)
@@ -328,6 +374,14 @@ class ClusterState:
                 self._delete_claim(claim_key)
         self.pods.pop(pod_key)
         self.journal.record(lambda: self.pods.__setitem__(pod_key, info))
+
+    def attach_claim(self, pod_key: str, entry: str, claim: ResourceClaim) -> None:
+        """Create a claim the scheduler made for the pod (extended resources) and list it among the pod's claims."""
+        info = self.pods[pod_key]
+        self._put_claim(claim)
+        previous = info.claims
+        info.claims = (*previous, (entry, claim.key))
+        self.journal.record(lambda: setattr(info, "claims", previous))
 
     def replace_pod(self, pod_key: str, pod: Pod) -> None:
         """Swap a pending pod's record for an edited one (Kueue injecting a flavor's selector and tolerations)."""

@@ -157,12 +157,26 @@ class PodResourceClaimStatus(Record, frozen=True):
     resource_claim_name: str | None = None
 
 
+class ContainerExtendedResourceRequest(Record, frozen=True):
+    container_name: str = ""
+    resource_name: str = ""
+    request_name: str = ""
+
+
+class PodExtendedResourceClaimStatus(Record, frozen=True):
+    """Which claim serves the pod's extended resources through DRA (DRAExtendedResource)."""
+
+    request_mappings: tuple[ContainerExtendedResourceRequest, ...] = ()
+    resource_claim_name: str = ""
+
+
 class PodStatus(Record, frozen=True):
     phase: str = ""
     conditions: tuple[Condition, ...] = ()
     nominated_node_name: str = ""
     start_time: str | None = None
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
 
 class Pod(Object, frozen=True):

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from allot.cluster.state import ClusterState, PodInfo
-from allot.model.resource import AllocationResult
+from allot.model.resource import AllocationResult, ResourceClaim
 from allot.scheduling.status import Code, Status
 
 BoolArray = npt.NDArray[np.bool_]
@@ -56,6 +56,10 @@ class Cycle:
     data: dict[str, object] = field(default_factory=dict)
     # Claim allocations decided for the chosen node, by claim key.
     allocations: dict[str, AllocationResult] = field(default_factory=dict)
+    # Claims the scheduler creates for the pod when it binds (extended resources served by DRA), by entry name.
+    new_claims: dict[str, ResourceClaim] = field(default_factory=dict)
+    # Resources of the pod's requests that claims serve on the chosen node (not counted against allocatable).
+    served_by_claims: frozenset[str] = frozenset()
     # Per-node statuses from node filters, for diagnosis.
     node_statuses: dict[int, Status] = field(default_factory=dict)
 

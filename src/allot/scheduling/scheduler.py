@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from allot.cluster.state import ClusterState
-from allot.model.resource import AllocationResult
+from allot.model.resource import AllocationResult, ResourceClaim
 from allot.scheduling import registry
 from allot.scheduling.diagnosis import Diagnosis
 from allot.scheduling.framework import (
@@ -50,6 +50,9 @@ class Placement:
     score: float
     # Pods evicted to make room, with the reason for each (preemption).
     victims: tuple[tuple[str, str], ...] = ()
+    # Claims created for the pod at binding (extended resources served by DRA), by pod entry name.
+    new_claims: Mapping[str, ResourceClaim] = field(default_factory=dict)
+    served_by_claims: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,8 +200,16 @@ class Scheduler:
             index = int(feasible[position])
             if all(r.reserve(cycle, index).ok for r in plugins.reservers):
                 node = state.nodes.infos[index].name
-                return Placement(pod_key, node, dict(cycle.allocations), float(scores[position]))
+                return Placement(
+                    pod_key,
+                    node,
+                    dict(cycle.allocations),
+                    float(scores[position]),
+                    new_claims=dict(cycle.new_claims),
+                    served_by_claims=cycle.served_by_claims,
+                )
             cycle.allocations.clear()
+            cycle.new_claims.clear()
         names = {
             state.nodes.infos[int(i)].name: cycle.node_statuses.get(int(i), Status(Code.ERROR))
             for i in feasible
@@ -236,5 +247,9 @@ class Scheduler:
         """Place the pod and bind it (journaled, so a surrounding transaction can undo it)."""
         outcome = self.place(pod_key, allowed=allowed, allowed_reason=allowed_reason)
         if isinstance(outcome, Placement):
-            self.state.bind(pod_key, outcome.node, outcome.allocations)
+            for entry, claim in outcome.new_claims.items():
+                self.state.attach_claim(pod_key, entry, claim)
+            self.state.bind(
+                pod_key, outcome.node, outcome.allocations, served_by_claims=outcome.served_by_claims
+            )
         return outcome

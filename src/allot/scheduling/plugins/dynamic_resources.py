@@ -27,6 +27,12 @@ from allot.dra.nodes import selector_matches
 from allot.model.core import NodeSelector
 from allot.model.resource import MAX_RESERVED_FOR, ResourceClaim
 from allot.scheduling.dra_index import DeviceIndex, ShapeIndex
+from allot.scheduling.extended_resources import (
+    EXTENDED_CLAIM_ENTRY,
+    extended_claim,
+    requested,
+    resource_classes,
+)
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
 from allot.scheduling.status import SUCCESS, Code, Status, error, unresolvable, unschedulable
 
@@ -51,6 +57,13 @@ class _PodClaims:
     # Identifies the claims' specs, for reusing verdicts across identical nodes.
     signature: bytes = b""
     scores: dict[int, float] = field(default_factory=dict)
+    # Extended resources DRA can serve: (container index, container, resource, count), and the class map.
+    extended: list[tuple[int, str, str, int]] = field(default_factory=list)
+    served: Mapping[str, str] = field(default_factory=dict)
+    # The extended-resource claim per set of resources the node's device plugins lack.
+    extended_claims: dict[frozenset[str], tuple[ResourceClaim, tuple[Any, ...]] | None] = field(
+        default_factory=dict
+    )
 
 
 def _request_classes(claim: ResourceClaim) -> list[tuple[str, str]]:
@@ -73,6 +86,7 @@ class DynamicResources:
         self._indexes: dict[int, DeviceIndex] = {}
         # (claims, node hardware, used devices) -> (feasible, score); see NodeLayout.
         self._verdicts: dict[tuple[bytes, bytes, int], tuple[Status, float]] = {}
+        self._served: tuple[object, Mapping[str, str]] | None = None
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any]) -> DynamicResources:
@@ -165,10 +179,35 @@ class DynamicResources:
                     return unresolvable(NAME, f"request {request}: device class {class_name} does not exist")
             data.to_allocate.append(claim)
             data.keys.append(key)
+        served = self._served_resources(cycle)
+        data.extended = requested(info.pod, served) if served else []
+        data.served = served
         if data.to_allocate:
             self._plan_counts(cycle, data)
             data.signature = msgspec.msgpack.encode([c.spec for c in data.to_allocate], enc_hook=str)
         return SUCCESS
+
+    def _served_resources(self, cycle: Cycle) -> Mapping[str, str]:
+        classes = cycle.state.classes
+        if self._served is None or self._served[0] is not classes:
+            self._served = (classes, resource_classes(classes.values()))
+        return self._served[1]
+
+    def _extended_for(
+        self, cycle: Cycle, data: _PodClaims, index: int
+    ) -> tuple[ResourceClaim, tuple[Any, ...]] | None:
+        """The extended-resource claim this node needs: for the resources its device plugins do not offer."""
+        if not data.extended:
+            return None
+        table = cycle.state.nodes
+        missing = frozenset(
+            r
+            for _, _, r, _ in data.extended
+            if r not in table.allocatable or table.allocatable[r][index] == 0
+        )
+        if missing not in data.extended_claims:
+            data.extended_claims[missing] = extended_claim(cycle.pod.pod, data.extended, data.served, missing)
+        return data.extended_claims[missing]
 
     def filter_mask(self, cycle: Cycle, candidates: BoolArray) -> list[Rejection]:
         data = self._data(cycle)
@@ -200,16 +239,22 @@ class DynamicResources:
 
     def needs_node_filter(self, cycle: Cycle) -> bool:
         data = self._data(cycle)
+        if data.extended:
+            return True
         return bool(data.to_allocate) and not (data.exact and self.scorer is None)
 
     def filter_node(self, cycle: Cycle, index: int) -> Status:
         data = self._data(cycle)
-        if not data.to_allocate:
+        extended = self._extended_for(cycle, data, index)
+        if not data.to_allocate and extended is None:
             return SUCCESS
         layout = self.index(cycle).layout(index)
         verdict_key = None
         if layout.signature is not None:
-            verdict_key = (data.signature, layout.signature, layout.used)
+            signature = data.signature
+            if extended is not None:
+                signature += msgspec.msgpack.encode(extended[0].spec, enc_hook=str)
+            verdict_key = (signature, layout.signature, layout.used)
             verdict = self._verdicts.get(verdict_key)
             if verdict is not None:
                 data.scores[index] = verdict[1]
@@ -223,10 +268,12 @@ class DynamicResources:
 
     def _allocate(self, cycle: Cycle, data: _PodClaims, index: int) -> tuple[Status, float]:
         node = cycle.state.nodes.infos[index].node
+        claims = list(data.to_allocate)
+        extended = self._extended_for(cycle, data, index)
+        if extended is not None:
+            claims.append(extended[0])
         try:
-            outcome = self.allocator(cycle).allocate(
-                node, data.to_allocate, cycle.state.allocated, scorer=self.scorer
-            )
+            outcome = self.allocator(cycle).allocate(node, claims, cycle.state.allocated, scorer=self.scorer)
         except AllocationError as failure:
             return error(NAME, failure.message), 0.0
         if isinstance(outcome, NoAllocation):
@@ -241,7 +288,8 @@ class DynamicResources:
 
     def reserve(self, cycle: Cycle, index: int) -> Status:
         data = self._data(cycle)
-        if not data.to_allocate:
+        extended = self._extended_for(cycle, data, index)
+        if not data.to_allocate and extended is None:
             return SUCCESS
         outcome = data.outcomes.get(index)
         if outcome is None:
@@ -249,8 +297,13 @@ class DynamicResources:
             if not status.ok:
                 return status
             outcome = data.outcomes[index]
-        for key, result in zip(data.keys, outcome.results, strict=True):
+        for key, result in zip(data.keys, outcome.results[: len(data.keys)], strict=True):
             cycle.allocations[key] = result
+        if extended is not None:
+            claim, mappings = extended
+            cycle.new_claims[EXTENDED_CLAIM_ENTRY] = claim
+            cycle.allocations[claim.key] = outcome.results[-1]
+            cycle.served_by_claims = frozenset(m.resource_name for m in mappings)
         return SUCCESS
 
     def score(self, cycle: Cycle, nodes: IntArray) -> FloatArray:

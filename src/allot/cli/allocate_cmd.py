@@ -22,6 +22,7 @@ from msgspec.structs import replace
 from rich.console import Console
 from rich.table import Table
 
+from allot.cli.loading import load_or_exit
 from allot.dra import (
     AllocatedState,
     Allocation,
@@ -33,8 +34,7 @@ from allot.dra import (
 )
 from allot.model.codec import dump_yaml
 from allot.model.core import Node, NodeSelector
-from allot.model.errors import ManifestErrors
-from allot.model.loader import Manifests, load_paths
+from allot.model.loader import Manifests
 from allot.model.resource import (
     AllocationResult,
     DeviceClass,
@@ -53,13 +53,7 @@ def _fail(message: str) -> NoReturn:
 
 
 def _load(paths: Sequence[str]) -> Manifests:
-    try:
-        return load_paths(paths)
-    except ManifestErrors as failure:
-        for error in failure.errors:
-            click.echo(f"error: {error}", err=True)
-        click.echo(f"{len(failure.errors)} error(s); nothing was allocated", err=True)
-        raise SystemExit(EXIT_BAD_INPUT) from None
+    return load_or_exit(paths, not_done="nothing was allocated")
 
 
 def _select_claims(claims: list[ResourceClaim], names: Sequence[str]) -> list[ResourceClaim]:

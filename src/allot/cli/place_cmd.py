@@ -9,31 +9,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from allot.cli.checks import check_manifests
+from allot.cli.loading import load_or_exit
 from allot.cli.profiles import load_profiles
 from allot.model.codec import dump_yaml
-from allot.model.errors import ManifestErrors
-from allot.model.loader import Manifests, load_paths
 from allot.plan.planner import PlanResult, explain, plan, resulting_objects
-
-
-def load_or_exit(paths: tuple[str, ...]) -> Manifests:
-    """Manifests, or every error on stderr and exit status 1."""
-    try:
-        manifests = load_paths(paths)
-    except ManifestErrors as failure:
-        _fail(failure)
-    problems = check_manifests(manifests)
-    if problems:
-        _fail(ManifestErrors(problems))
-    return manifests
-
-
-def _fail(failure: ManifestErrors) -> None:
-    for error in failure.errors:
-        click.echo(f"error: {error}", err=True)
-    click.echo(f"{len(failure.errors)} error(s); nothing was planned", err=True)
-    raise SystemExit(1)
 
 
 def _devices(result: PlanResult, pod_key: str) -> str:
@@ -91,7 +70,7 @@ def place(
     no_queues: bool,
 ) -> None:
     """Place every pending pod of the cluster in PATHS (files, folders, or - for stdin)."""
-    manifests = load_or_exit(paths)
+    manifests = load_or_exit(paths, not_done="nothing was planned")
     profiles = load_profiles(config_path) if config_path else None
     result = plan(
         manifests,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 import msgspec
@@ -26,7 +26,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from allot.admission import AdmissionError, AdmissionState, check_quota_tree
+from allot.admission import AdmissionError, AdmissionState
 from allot.admission.resources import format_amount
 from allot.admission.status import (
     AdmissionStatus,
@@ -35,32 +35,18 @@ from allot.admission.status import (
     local_queue_record,
 )
 from allot.admission.workload import Workload, workload_key_of
+from allot.cli.loading import load_or_exit
 from allot.model.codec import to_data
 from allot.model.core import Node, Pod
-from allot.model.errors import ManifestError, ManifestErrors
 from allot.model.kueue import KUEUE_GROUP
-from allot.model.loader import Manifests, load_paths
+from allot.model.loader import Manifests
 
 EXIT_BAD_INPUT = 1
 _TERMINAL = ("Succeeded", "Failed")
 
 
-def _fail(errors: Sequence[ManifestError]) -> NoReturn:
-    for error in errors:
-        click.echo(f"error: {error}", err=True)
-    click.echo(f"{len(errors)} error(s); no queue status was computed", err=True)
-    raise SystemExit(EXIT_BAD_INPUT)
-
-
 def _load(paths: Sequence[str]) -> Manifests:
-    try:
-        manifests = load_paths(paths)
-    except ManifestErrors as failure:
-        _fail(failure.errors)
-    problems = check_quota_tree(manifests)
-    if problems:
-        _fail(problems)
-    return manifests
+    return load_or_exit(paths, not_done="no queue status was computed")
 
 
 def build_state(manifests: Manifests) -> AdmissionState:

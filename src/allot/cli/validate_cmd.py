@@ -8,9 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from allot.cli.checks import check_manifests
-from allot.model.errors import ManifestErrors
-from allot.model.loader import load_paths
+from allot.cli.loading import load_or_exit
 
 
 @click.command()
@@ -22,13 +20,7 @@ def validate(paths: tuple[str, ...]) -> None:
     1; or prints a table of what was loaded and exits 0.
     """
     console = Console()
-    try:
-        manifests = load_paths(paths)
-    except ManifestErrors as failure:
-        _report_errors(failure)
-    problems = check_manifests(manifests)
-    if problems:
-        _report_errors(ManifestErrors(problems))
+    manifests = load_or_exit(paths, not_done="nothing was loaded")
     counts = Counter(type(obj).KIND for obj in manifests.objects)
     table = Table(title=f"{len(manifests.objects)} objects loaded", title_justify="left")
     table.add_column("kind")
@@ -40,10 +32,3 @@ def validate(paths: tuple[str, ...]) -> None:
         skipped = Counter(f"{s.api_version} {s.kind}" for s in manifests.skipped)
         listing = ", ".join(f"{kind} ({n})" for kind, n in sorted(skipped.items()))
         console.print(f"ignored (kinds allot does not schedule with): {listing}")
-
-
-def _report_errors(failure: ManifestErrors) -> None:
-    for error in failure.errors:
-        click.echo(f"error: {error}", err=True)
-    click.echo(f"{len(failure.errors)} error(s); nothing was loaded", err=True)
-    raise SystemExit(1)

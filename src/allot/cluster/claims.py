@@ -57,10 +57,9 @@ def generated_claim_name(pod: Pod, entry: str) -> str:
     return base + _suffix(f"{pod.namespace}/{pod.name}/{pod_uid(pod)}/{entry}")
 
 
-def claim_from_template(pod: Pod, entry: str, template: ResourceClaimTemplate) -> ResourceClaim:
-    """A new, unallocated claim for `pod`'s entry, with the template's spec, labels and annotations."""
-    name = generated_claim_name(pod, entry)
-    owner = OwnerReference(
+def pod_owner(pod: Pod) -> OwnerReference:
+    """The owner reference of claims created for `pod`: deleted with it."""
+    return OwnerReference(
         api_version="v1",
         kind="Pod",
         name=pod.name,
@@ -68,6 +67,12 @@ def claim_from_template(pod: Pod, entry: str, template: ResourceClaimTemplate) -
         controller=True,
         block_owner_deletion=True,
     )
+
+
+def claim_from_template(pod: Pod, entry: str, template: ResourceClaimTemplate) -> ResourceClaim:
+    """A new, unallocated claim for `pod`'s entry, with the template's spec, labels and annotations."""
+    name = generated_claim_name(pod, entry)
+    owner = pod_owner(pod)
     annotations = {**template.spec.metadata.annotations, POD_CLAIM_NAME_ANNOTATION: entry}
     metadata = ObjectMeta(
         name=name,

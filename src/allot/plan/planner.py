@@ -21,7 +21,7 @@ from allot.admission.state import AdmissionState
 from allot.cluster.invariants import check
 from allot.cluster.state import ClusterState
 from allot.dra import AllocationError, Allocator, NoAllocation
-from allot.engine.decisions import Admitted, Bound, Decision, Evicted, Waiting
+from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
 from allot.engine.engine import Engine, EnginePolicy
 from allot.model.base import Object
 from allot.model.core import Pod, PodResourceClaimStatus
@@ -45,15 +45,15 @@ class PlanResult:
 
     @property
     def bound(self) -> list[Bound]:
-        return [d for d in self.decisions if isinstance(d, Bound)]
+        return CycleResult(tuple(self.decisions)).bound
 
     @property
     def evicted(self) -> list[Evicted]:
-        return [d for d in self.decisions if isinstance(d, Evicted)]
+        return CycleResult(tuple(self.decisions)).evicted
 
     @property
     def admitted(self) -> list[Admitted]:
-        return [d for d in self.decisions if isinstance(d, Admitted)]
+        return CycleResult(tuple(self.decisions)).admitted
 
 
 def build_engine(

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from allot.cluster.claims import object_uid, pod_uid
-from allot.model.base import ObjectMeta, OwnerReference
+from allot.cluster.claims import object_uid, pod_owner
+from allot.model.base import ObjectMeta
 from allot.model.core import ContainerExtendedResourceRequest, Pod
 from allot.model.resource import (
     DeviceClaim,
@@ -98,14 +98,7 @@ def extended_claim(
     claim_name = (
         f"{pod.name}-{EXTENDED_CLAIM_ENTRY}"[:57] + "-" + object_uid("ext", pod.namespace, pod.name)[:5]
     )
-    owner = OwnerReference(
-        api_version="v1",
-        kind="Pod",
-        name=pod.name,
-        uid=pod_uid(pod),
-        controller=True,
-        block_owner_deletion=True,
-    )
+    owner = pod_owner(pod)
     claim = ResourceClaim(
         api_version="resource.k8s.io/v1",
         kind="ResourceClaim",

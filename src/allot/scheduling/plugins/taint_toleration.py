@@ -13,25 +13,13 @@ from collections.abc import Iterable
 import numpy as np
 
 from allot.model.core import Taint, Toleration
+from allot.model.taints import tolerates as toleration_matches
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
 from allot.scheduling.status import Code
 
 NAME = "TaintToleration"
 NOT_READY_TAINT = Taint(key="node.kubernetes.io/not-ready", effect="NoSchedule")
 _BLOCKING = ("NoSchedule", "NoExecute")
-
-
-def toleration_matches(toleration: Toleration, taint: Taint) -> bool:
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    if toleration.operator == "Exists":
-        return True
-    if toleration.operator in ("", "Equal"):
-        # An empty key with operator Equal only makes sense with Exists; it matches nothing.
-        return bool(toleration.key) and toleration.value == taint.value
-    return False
 
 
 def tolerates(tolerations: Iterable[Toleration], taint: Taint) -> bool:

@@ -1,1 +1,1 @@
-"""allot.cli (see DESIGN.md)."""
+"""The `allot` command line: one module per subcommand, registered in `main`."""

@@ -1,1 +1,1 @@
-"""allot.plan (see DESIGN.md)."""
+"""The one-shot planner behind `allot place`: place every pending pod once and explain the rest."""

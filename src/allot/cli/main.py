@@ -7,6 +7,7 @@ import click
 from allot import __version__
 from allot.cli.allocate_cmd import allocate
 from allot.cli.place_cmd import place
+from allot.cli.preset_cmd import preset
 from allot.cli.queues_cmd import queues
 from allot.cli.validate_cmd import validate
 
@@ -21,6 +22,7 @@ cli.add_command(validate)
 cli.add_command(allocate)
 cli.add_command(place)
 cli.add_command(queues)
+cli.add_command(preset)
 
 
 def main() -> None:

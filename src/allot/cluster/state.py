@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from msgspec.structs import replace
 
 from allot.cluster import claims as claimlib
+from allot.cluster import hami
 from allot.cluster.journal import Journal
 from allot.cluster.nodes import NodeTable
 from allot.cluster.resources import PODS, Amounts, nonzero_cpu_memory, pod_requests
@@ -126,7 +127,9 @@ class ClusterState:
         self.pod_listeners: list[Callable[[PodInfo, int], None]] = []
         # Applied to every new pod, in order. By default HAMi's request mapping, which does
         # nothing unless HAMi's DeviceClass exists (see allot.cluster.hami).
-        self.pod_mutators: list[PodMutator] = list(pod_mutators) if pod_mutators is not None else []
+        self.pod_mutators: list[PodMutator] = (
+            list(pod_mutators) if pod_mutators is not None else [hami.mutate_pod]
+        )
         self.pods: dict[str, PodInfo] = {}
         self._sequence = 0
         self._binds = 0

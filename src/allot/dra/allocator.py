@@ -19,12 +19,13 @@ feature set and the CEL environment. A call on one node:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 
 from allot.cel import SelectorEnvironment, default_environment
 from allot.dra.diagnosis import Diagnosis, diagnose
 from allot.dra.features import Features
+from allot.dra.ids import DeviceId
 from allot.dra.pools import NodePools, SliceIndex
 from allot.dra.requests import ClaimPlan, ClaimSpec, Preparer, claim_spec, still_valid
 from allot.dra.results import ShareIdFactory, build_results, default_share_id
@@ -125,8 +126,15 @@ class Allocator:
         allocated: AllocatedState,
         *,
         scorer: Scorer | None = None,
+        exclude: Container[DeviceId] | None = None,
     ) -> Allocation | NoAllocation:
-        """Allocate all `claims` together on `node`; raises AllocationError for bad input."""
+        """Allocate all `claims` together on `node`; raises AllocationError for bad input.
+
+        `exclude` (a policy's device filter, e.g. GPU-sharing isolation) lists
+        devices the search must treat as held by someone else, exactly as if
+        another claim had them exclusively. It only ever removes options, so
+        an allocation found with it is one upstream could have found too.
+        """
         features = self.features
         pools = self.slices.gather(node, features)
         plans = Preparer(features, pools, self.selectors, allocated).prepare(self._claim_specs(claims))
@@ -137,6 +145,7 @@ class Allocator:
             budget=self.step_budget,
             pruning=self.symmetry_pruning,
             max_solutions=self.max_solutions if scorer is not None else 1,
+            excluded=exclude,
         )
         exhausted = False
         try:

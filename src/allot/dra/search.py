@@ -42,7 +42,7 @@ changing which allocation is found first, only how many steps it takes:
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 
 from allot.dra.capacity import fits
 from allot.dra.errors import AllocationError
@@ -106,6 +106,7 @@ class Search:
         budget: int,
         pruning: bool,
         max_solutions: int = 1,
+        excluded: Container[DeviceId] | None = None,
     ) -> None:
         self.plans = plans
         self.nclaims = len(plans)
@@ -124,6 +125,8 @@ class Search:
         self.taken: Mapping[DeviceId, int] = state.exclusive
         if not self.cc and state.shared:
             self.taken = {**state.exclusive, **dict.fromkeys(state.shared, 1)}
+        # Devices the caller's policy keeps out of this search; treated like taken ones.
+        self.excluded = excluded
         self.picked: dict[DeviceId, int] = {}
         self.picked_claim: set[tuple[DeviceId, int]] = set()
         self.share_count: dict[DeviceId, int] = {}
@@ -209,6 +212,7 @@ class Search:
         picked_claim = self.picked_claim
         check_capacity = self.cc
         pruning = self.pruning
+        excluded = self.excluded
         failed: set[bytes] | None = None
         devices = found.devices
         for position in range(start, len(devices)):
@@ -220,6 +224,8 @@ class Search:
                 if (device_id, c) in picked_claim:
                     continue
             elif device_id in taken or device_id in picked:
+                continue
+            if excluded is not None and device_id in excluded:
                 continue
             if errors:
                 failure = errors.get(device)
@@ -316,6 +322,8 @@ class Search:
                 if not device.shared and (device_id, c) in self.picked_claim:
                     return None
             elif device_id in self.taken or device_id in self.picked:
+                return None
+            if self.excluded is not None and device_id in self.excluded:
                 return None
         if device.blocked:
             return None

@@ -31,11 +31,13 @@ from allot.admission.state import AdmissionState
 from allot.admission.workload import Workload
 from allot.cluster.state import ClusterState, PodInfo
 from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
-from allot.model.kueue import QUEUE_NAME_LABEL
-from allot.scheduling.gang import Gang, GangPlacement, gangs, place_gang
+from allot.model.kueue import QUEUE_NAME_LABEL, Topology
+from allot.scheduling.framework import BoolArray
+from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gangs, place_gang
 from allot.scheduling.preemption import Preemptor
 from allot.scheduling.profile import Profile
 from allot.scheduling.scheduler import Outcome, Placement, Scheduler, Unschedulable
+from allot.scheduling.topology.tas import place_gang_in_topology, topology_request
 
 PREEMPTED_BY_POD = "Preempted by a higher-priority pod"
 
@@ -67,6 +69,7 @@ class Engine:
         profiles: dict[str, Profile] | None = None,
         policy: EnginePolicy | None = None,
         fallback_profile: str | None = None,
+        topologies: Iterable[Topology] = (),
     ) -> None:
         self.state = state
         self.policy = policy if policy is not None else EnginePolicy()
@@ -74,6 +77,8 @@ class Engine:
         if self.admission is not None and self.admission.journal is not state.journal:
             raise ValueError("the admission state must share the cluster state's journal")
         self.scheduler = Scheduler(state, profiles, fallback=fallback_profile)
+        # Kueue Topology objects, for gangs that ask for a topology level (TAS).
+        self.topologies: dict[str, Topology] = {t.name: t for t in sorted(topologies, key=lambda t: t.name)}
         self.preemptor = Preemptor(self.scheduler)
         # pod -> the `releases` count when it last failed; retried only after something left.
         self._parked: dict[str, tuple[int, str]] = {}
@@ -176,15 +181,60 @@ class Engine:
         self._park(pod_key, outcome.message)
         decisions.append(Waiting(pod_key, outcome.message))
 
-    def _schedule_gang(self, gang: Gang, now: float, decisions: list[Decision]) -> None:
-        victims: list[Evicted] = []
+    def _topology_with(self, level: str) -> Topology | None:
+        """The Topology (first by name) that has `level` among its levels."""
+        for topology in self.topologies.values():
+            if any(lvl.node_label == level for lvl in topology.spec.levels):
+                return topology
+        return None
+
+    def _place_gang(
+        self,
+        gang: Gang,
+        now: float,
+        victims: list[Evicted],
+        topology: Topology | None = None,
+        *,
+        preempt: bool = True,
+    ) -> GangPlacement | GangUnschedulable:
+        """All-or-nothing, inside one topology domain when the pods ask for a level (Kueue TAS).
+
+        Kueue workloads pass `preempt=False`: their preemption is decided by
+        admission, on quota, before placement.
+        """
 
         def one(pod_key: str) -> Outcome:
+            if not preempt:
+                return self.scheduler.schedule(pod_key)
             outcome, evicted = self._schedule_with_preemption(pod_key, now)
             victims.extend(evicted)
             return outcome
 
-        result = place_gang(self.state, gang, one)
+        request = topology_request(self.state, gang)
+        if request is None:
+            return place_gang(self.state, gang, one)
+        topology = topology if topology is not None else self._topology_with(request.level)
+        if topology is None:
+            return GangUnschedulable(
+                gang.key, f"pod group {gang.key}: no Topology has the level {request.level}"
+            )
+
+        def one_in(pod_key: str, mask: BoolArray, reason: str) -> Outcome:
+            if not preempt:
+                return self.scheduler.schedule(pod_key, allowed=mask, allowed_reason=reason)
+            outcome, evicted = self._schedule_with_preemption(
+                pod_key, now, allowed=mask, allowed_reason=reason
+            )
+            victims.extend(evicted)
+            return outcome
+
+        return place_gang_in_topology(
+            self.state, self.scheduler, gang, topology, request=request, schedule_one=one_in
+        )
+
+    def _schedule_gang(self, gang: Gang, now: float, decisions: list[Decision]) -> None:
+        victims: list[Evicted] = []
+        result = self._place_gang(gang, now, victims)
         if isinstance(result, GangPlacement):
             decisions.extend(victims)
             for placement in result.placements:
@@ -201,8 +251,10 @@ class Engine:
     def _park(self, pod_key: str, reason: str) -> None:
         self._parked[pod_key] = (self.state.releases, reason)
 
-    def _schedule_with_preemption(self, pod_key: str, now: float) -> tuple[Outcome, list[Evicted]]:
-        outcome = self.scheduler.schedule(pod_key)
+    def _schedule_with_preemption(
+        self, pod_key: str, now: float, *, allowed: BoolArray | None = None, allowed_reason: str = ""
+    ) -> tuple[Outcome, list[Evicted]]:
+        outcome = self.scheduler.schedule(pod_key, allowed=allowed, allowed_reason=allowed_reason)
         if isinstance(outcome, Placement) or not self.policy.preemption:
             return outcome, []
         choice = self.preemptor.preempt(pod_key, outcome)
@@ -212,7 +264,7 @@ class Engine:
         with self.state.journal.transaction() as tx:
             for victim in choice.victims:
                 evicted.extend(self._evict_pod(victim, PREEMPTED_BY_POD, pod_key, now))
-            retry = self.scheduler.schedule(pod_key)
+            retry = self.scheduler.schedule(pod_key, allowed=allowed, allowed_reason=allowed_reason)
             if isinstance(retry, Placement):
                 tx.commit()
                 return dataclasses.replace(retry, victims=tuple((e.pod, e.reason) for e in evicted)), evicted
@@ -323,27 +375,56 @@ class Engine:
         for pod_set in workload.pod_sets:
             node_filter = admission.node_filter(assignment, pod_set.name)  # type: ignore[arg-type]
             for pod_key in sorted(pod_set.pods):
-                info = state.pods.get(pod_key)
-                if info is None:
+                self._apply_flavor(pod_key, node_filter)
+            members = tuple(sorted(pod_set.pods))
+            gang = Gang(f"{workload.key}/{pod_set.name}", members, len(members), len(members))
+            if topology_request(state, gang) is not None:
+                topology = self._flavor_topology(assignment, pod_set.name)
+                result = self._place_gang(gang, 0.0, [], topology, preempt=False)
+                if isinstance(result, GangUnschedulable):
+                    return result.reason
+                placements.extend(result.placements)
+                continue
+            for pod_key in members:
+                if state.pods.get(pod_key) is None:
                     return f"pod {pod_key} of workload {workload.key} does not exist"
-                if node_filter.node_labels or node_filter.tolerations:
-                    # Kueue injects the flavor's node labels and tolerations into admitted pods.
-                    spec = info.pod.spec
-                    edited = replace(
-                        info.pod,
-                        spec=replace(
-                            spec,
-                            node_selector={**spec.node_selector, **node_filter.node_labels},
-                            tolerations=(*spec.tolerations, *node_filter.tolerations),
-                        ),
-                    )
-                    self._original.setdefault(pod_key, info.pod)
-                    state.replace_pod(pod_key, edited)
                 outcome = self.scheduler.schedule(pod_key)
                 if isinstance(outcome, Unschedulable):
                     return f"pod {pod_key}: {outcome.message}"
                 placements.append(outcome)
         return placements
+
+    def _apply_flavor(self, pod_key: str, node_filter: object) -> None:
+        """Kueue injects the flavor's node labels and tolerations into admitted pods; journaled."""
+        info = self.state.pods.get(pod_key)
+        labels = getattr(node_filter, "node_labels", {})
+        tolerations = getattr(node_filter, "tolerations", ())
+        if info is None or (not labels and not tolerations):
+            return
+        spec = info.pod.spec
+        edited = replace(
+            info.pod,
+            spec=replace(
+                spec,
+                node_selector={**spec.node_selector, **labels},
+                tolerations=(*spec.tolerations, *tolerations),
+            ),
+        )
+        self._original.setdefault(pod_key, info.pod)
+        self.state.replace_pod(pod_key, edited)
+
+    def _flavor_topology(self, assignment: object, pod_set: str) -> Topology | None:
+        """The Topology named by the pod set's flavor (`spec.topologyName`), if any."""
+        assert self.admission is not None
+        for ps in getattr(assignment, "pod_sets", ()):
+            if ps.name != pod_set:
+                continue
+            for choice in ps.flavors.values():
+                flavor = self.admission.flavors.get(choice.flavor)
+                name = flavor.spec.topology_name if flavor is not None else None
+                if name and name in self.topologies:
+                    return self.topologies[name]
+        return None
 
     def notify(self, event: Event) -> None:
         if self.admission is not None:

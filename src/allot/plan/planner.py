@@ -25,7 +25,7 @@ from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evict
 from allot.engine.engine import Engine, EnginePolicy
 from allot.model.base import Object
 from allot.model.core import Pod, PodResourceClaimStatus
-from allot.model.kueue import ClusterQueue
+from allot.model.kueue import ClusterQueue, Topology
 from allot.model.loader import Manifests
 from allot.scheduling.profile import DEFAULT_SCHEDULER_NAME, Profile
 from allot.scheduling.scheduler import Unschedulable
@@ -79,6 +79,7 @@ def build_engine(
         profiles=known,
         policy=EnginePolicy(queues=queues, scheduler_name=scheduler_name),
         fallback_profile=fallback,
+        topologies=manifests.of_kind(Topology),
     )
 
 

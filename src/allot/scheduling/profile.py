@@ -30,7 +30,12 @@ DEFAULT_SCORE_WEIGHTS: Mapping[str, int] = {
     "TaintToleration": 3,
     "NodeAffinity": 2,
     "DynamicResources": 1,
+    # allot's: aligned GPU/NIC/CPU sets and unbroken pairs (see plugins/topology_alignment.py).
+    "TopologyAlignment": 2,
 }
+# Filter plugins a profile may enable beyond the defaults; they run after them, in the order
+# enabled. GpuPlacement replaces DynamicResources (disable that one) for shared GPUs.
+OPTIONAL_FILTERS = ("GpuPlacement", "GpuIsolation")
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE = 5
 
@@ -111,7 +116,8 @@ def profile_from_config(
             if point in ("multiPoint", "score"):
                 weights.pop(plugin, None)
         for plugin, weight in enabled:
-            if point in ("multiPoint", "filter") and plugin in DEFAULT_FILTERS and plugin not in filters:
+            known_filter = plugin in DEFAULT_FILTERS or plugin in OPTIONAL_FILTERS
+            if point in ("multiPoint", "filter") and known_filter and plugin not in filters:
                 filters.append(plugin)
             if point in ("multiPoint", "score"):
                 weights[plugin] = weight if weight is not None else DEFAULT_SCORE_WEIGHTS.get(plugin, 1)

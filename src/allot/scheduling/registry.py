@@ -8,10 +8,13 @@ from typing import Any
 from allot.scheduling.framework import Plugin
 from allot.scheduling.plugins.balanced_allocation import BalancedAllocation
 from allot.scheduling.plugins.dynamic_resources import DynamicResources
+from allot.scheduling.plugins.gpu_isolation import GpuIsolation
+from allot.scheduling.plugins.gpu_placement import GpuPlacement
 from allot.scheduling.plugins.node_affinity import NodeAffinity
 from allot.scheduling.plugins.node_unschedulable import NodeUnschedulable
 from allot.scheduling.plugins.resources_fit import NodeResourcesFit
 from allot.scheduling.plugins.taint_toleration import TaintToleration
+from allot.scheduling.plugins.topology_alignment import TopologyAlignment
 
 Factory = Callable[[Mapping[str, Any]], Plugin]
 
@@ -29,6 +32,9 @@ REGISTRY: dict[str, Factory] = {
     "NodeResourcesFit": _resources_fit,
     "NodeResourcesBalancedAllocation": lambda args: BalancedAllocation(),
     "DynamicResources": lambda args: DynamicResources.from_args(args),
+    "GpuPlacement": lambda args: GpuPlacement.from_args(args),
+    "GpuIsolation": lambda args: GpuIsolation.from_args(args),
+    "TopologyAlignment": lambda args: TopologyAlignment(),
 }
 
 

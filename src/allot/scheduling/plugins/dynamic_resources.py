@@ -7,6 +7,11 @@ the DRA allocator for the unallocated claims on one node at a time and keeps
 the allocation it found; reserve hands the chosen node's allocation to the
 cycle, and the scheduler writes it into the claims when it binds.
 
+Argument `alignment` (default `preferred`): on the chosen node, reserve lets
+`allot.scheduling.topology.choice.AlignedChoice` pick the best-aligned
+device set among the feasible ones (same PCIe root > same NUMA node >
+apart); `none` keeps upstream's first-found allocation, the baseline.
+
 Unlike kube-scheduler, a node whose devices are all taken is reported as
 `UNSCHEDULABLE` (not unresolvable): preempting the pods holding the devices
 can make room, and allot's preemption deallocates victims' claims.
@@ -35,8 +40,12 @@ from allot.scheduling.extended_resources import (
 )
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
 from allot.scheduling.status import SUCCESS, Code, Status, error, unresolvable, unschedulable
+from allot.scheduling.topology.choice import AlignedChoice, DeviceChooser
 
 NAME = "DynamicResources"
+# `alignment` argument: prefer topology-aligned device sets (allot) or take upstream's first found.
+ALIGNMENT_PREFERRED = "preferred"
+ALIGNMENT_NONE = "none"
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
 IN_USE = "resourceclaim in use"
@@ -79,9 +88,18 @@ def _request_classes(claim: ResourceClaim) -> list[tuple[str, str]]:
 class DynamicResources:
     name = NAME
 
-    def __init__(self, *, scorer: Scorer | None = None, step_budget: int = 100_000) -> None:
+    def __init__(
+        self,
+        *,
+        scorer: Scorer | None = None,
+        step_budget: int = 100_000,
+        chooser: DeviceChooser | None = None,
+    ) -> None:
         self.scorer = scorer
         self.step_budget = step_budget
+        # Picks the devices on the node the pod goes to (topology alignment); filtering and
+        # node scores do not use it, so it costs one call per placed pod.
+        self.chooser = chooser
         self._allocators: dict[int, Allocator] = {}
         self._indexes: dict[int, DeviceIndex] = {}
         # (claims, node hardware, used devices) -> (feasible, score); see NodeLayout.
@@ -93,7 +111,13 @@ class DynamicResources:
         budget = args.get("stepBudget", 100_000)
         if not isinstance(budget, int) or budget <= 0:
             raise ValueError("DynamicResources.stepBudget: expected a positive integer")
-        return cls(step_budget=budget)
+        alignment = args.get("alignment", ALIGNMENT_PREFERRED)
+        if alignment not in (ALIGNMENT_PREFERRED, ALIGNMENT_NONE):
+            raise ValueError(
+                f"DynamicResources.alignment: expected {ALIGNMENT_PREFERRED} or {ALIGNMENT_NONE}, got {alignment!r}"
+            )
+        chooser = AlignedChoice() if alignment == ALIGNMENT_PREFERRED else None
+        return cls(step_budget=budget, chooser=chooser)
 
     def allocator(self, cycle: Cycle) -> Allocator:
         state = cycle.state
@@ -266,14 +290,21 @@ class DynamicResources:
             self._verdicts[verdict_key] = (status, score)
         return status
 
-    def _allocate(self, cycle: Cycle, data: _PodClaims, index: int) -> tuple[Status, float]:
+    def _allocate(
+        self, cycle: Cycle, data: _PodClaims, index: int, *, choose: bool = False
+    ) -> tuple[Status, float]:
         node = cycle.state.nodes.infos[index].node
         claims = list(data.to_allocate)
         extended = self._extended_for(cycle, data, index)
         if extended is not None:
             claims.append(extended[0])
+        allocator = self.allocator(cycle)
+        allocated = cycle.state.allocated
         try:
-            outcome = self.allocator(cycle).allocate(node, claims, cycle.state.allocated, scorer=self.scorer)
+            if choose and self.chooser is not None:
+                outcome = self.chooser(allocator, node, claims, allocated)
+            else:
+                outcome = allocator.allocate(node, claims, allocated, scorer=self.scorer)
         except AllocationError as failure:
             return error(NAME, failure.message), 0.0
         if isinstance(outcome, NoAllocation):
@@ -291,9 +322,9 @@ class DynamicResources:
         extended = self._extended_for(cycle, data, index)
         if not data.to_allocate and extended is None:
             return SUCCESS
-        outcome = data.outcomes.get(index)
+        outcome = data.outcomes.get(index) if self.chooser is None else None
         if outcome is None:
-            status, _ = self._allocate(cycle, data, index)
+            status, _ = self._allocate(cycle, data, index, choose=True)
             if not status.ok:
                 return status
             outcome = data.outcomes[index]

@@ -64,3 +64,45 @@ def test_gang_members_bind_together_with_their_workload_key() -> None:
         ("default/w0", "default/g"),
         ("default/w1", "default/g"),
     ]
+
+
+def _count_places(engine: Engine) -> list[str]:
+    placed: list[str] = []
+    original = engine.scheduler.place
+
+    def counting(pod_key: str, **kwargs: object) -> object:
+        placed.append(pod_key)
+        return original(pod_key, **kwargs)  # type: ignore[arg-type]
+
+    engine.scheduler.place = counting  # type: ignore[method-assign]
+    return placed
+
+
+def test_a_pod_like_one_that_just_failed_waits_without_a_search() -> None:
+    state = ClusterState(
+        nodes=[node("n1", cpu="2")],
+        pods=[pod("a", cpu="2", node_name="n1"), pod("b", cpu="2"), pod("c", cpu="2"), pod("small", cpu="1")],
+    )
+    engine = Engine(state)
+    placed = _count_places(engine)
+    result = engine.cycle()
+    # b is searched (and preemption tried on it); c asks the same and waits for the same reason.
+    assert "default/c" not in placed and "default/b" in placed
+    reasons = {d.pod: d.reason for d in result.waiting}
+    assert reasons["default/c"] == reasons["default/b"]
+    # A pod asking for less is not in b's class and is searched on its own.
+    assert "default/small" in placed
+    state.remove_pod("default/a")
+    assert sorted(d.pod for d in engine.cycle().bound) == ["default/b"]
+
+
+def test_rolled_back_preemption_attempts_do_not_wake_waiting_pods() -> None:
+    state = ClusterState(
+        nodes=[node("n1", cpu="2")],
+        pods=[pod("low", cpu="1", priority=1, node_name="n1"), pod("big", cpu="8", priority=9)],
+    )
+    before = state.releases
+    with state.journal.transaction():
+        state.unbind("default/low")
+        assert state.releases == before + 1
+    assert state.releases == before and state.pods["default/low"].bound

@@ -20,8 +20,11 @@ with the annotations `nvidia.com/use-gputype` / `nouse-gputype` /
   claim in `resources.claims`; the pod lists it in `spec.resourceClaims`
   and gets the label `hami.io/dra: "true"`.
 
-Differences, each to keep the simulation self-contained:
+Differences:
 
+* a request for several GPUs gets a `distinctAttribute` constraint on the
+  GPU's `uuid`: under DRA's rules a shared device may serve one request
+  more than once, and HAMi means several physical GPUs;
 * `gpumem-percentage` (which HAMi-DRA does not map) becomes a prioritized
   list with one alternative per distinct memory size of HAMi GPUs in the
   cluster, each selecting GPUs of that size and asking for the percentage
@@ -50,6 +53,7 @@ from allot.model.resource import (
     CapacityRequirements,
     CELDeviceSelector,
     DeviceClaim,
+    DeviceConstraint,
     DeviceRequest,
     DeviceSelector,
     DeviceSubRequest,
@@ -73,6 +77,7 @@ USE_UUID = "nvidia.com/use-gpuuuid"
 NOUSE_UUID = "nvidia.com/nouse-gpuuuid"
 DRA_LABEL = "hami.io/dra"
 REQUEST_NAME = "gpu"
+UUID_ATTRIBUTE = f"{HAMI_DRIVER}/uuid"
 CLAIM_SUFFIX = "nvidia"
 _MAX_NAME = 63
 # HAMi's sentinel for "no percentage given".
@@ -200,9 +205,7 @@ def _limits(container: Container) -> dict[str, Quantity]:
     return {**container.resources.requests, **container.resources.limits}
 
 
-def convert(
-    pod: Pod, *, memory_sizes: Callable[[], Sequence[int]] = list
-) -> tuple[Pod, list[ResourceClaim]]:
+def convert(pod: Pod, *, memory_sizes: Callable[[], Sequence[int]] = list) -> tuple[Pod, list[ResourceClaim]]:
     """The pod as HAMi-DRA leaves it, and the claims it creates (none if no container asks for GPUs).
 
     `memory_sizes` lists the memory sizes of the cluster's HAMi GPUs; it is
@@ -229,7 +232,7 @@ def convert(
             memory = memory_mib * MIB if memory_mib is not None else None
             request = gpu_request(count, cores=cores, memory_bytes=memory, selectors=selectors)
         name = claim_name(pod, container.name)
-        claims.append(_claim(pod, name, request))
+        claims.append(_claim(pod, name, request, distinct=count > 1))
         kept = {k: v for k, v in container.resources.requests.items() if k not in HAMI_RESOURCES}
         kept_limits = {k: v for k, v in container.resources.limits.items() if k not in HAMI_RESOURCES}
         resources = replace(
@@ -247,10 +250,16 @@ def convert(
     return replace(pod, metadata=metadata, spec=spec), claims
 
 
-def _claim(pod: Pod, name: str, request: DeviceRequest) -> ResourceClaim:
+def _claim(pod: Pod, name: str, request: DeviceRequest, *, distinct: bool) -> ResourceClaim:
     owner = OwnerReference(
-        api_version="v1", kind="Pod", name=pod.name, uid=pod_uid(pod), controller=True, block_owner_deletion=True
+        api_version="v1",
+        kind="Pod",
+        name=pod.name,
+        uid=pod_uid(pod),
+        controller=True,
+        block_owner_deletion=True,
     )
+    constraints = (DeviceConstraint(distinct_attribute=UUID_ATTRIBUTE),) if distinct else ()
     return ResourceClaim(
         api_version="resource.k8s.io/v1",
         kind="ResourceClaim",
@@ -260,7 +269,7 @@ def _claim(pod: Pod, name: str, request: DeviceRequest) -> ResourceClaim:
             uid=object_uid("ResourceClaim", pod.namespace, name),
             owner_references=(owner,),
         ),
-        spec=ResourceClaimSpec(devices=DeviceClaim(requests=(request,))),
+        spec=ResourceClaimSpec(devices=DeviceClaim(requests=(request,), constraints=constraints)),
     )
 
 

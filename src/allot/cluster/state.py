@@ -345,6 +345,14 @@ class ClusterState:
             self._put_claim(claimlib.with_reservation(claim, info.pod))
         self._occupy(info, index)
 
+    def _count_release(self) -> None:
+        # Journaled: a rolled-back release (a preemption that was only tried) must not wake parked pods.
+        self.releases += 1
+        self.journal.record(self._uncount_release)
+
+    def _uncount_release(self) -> None:
+        self.releases -= 1
+
     def unbind(self, pod_key: str) -> None:
         """Take a pod off its node (preempted, evicted, finished): release resources and claims.
 
@@ -355,7 +363,7 @@ class ClusterState:
         if info.node is None:
             return
         self._vacate(info)
-        self.releases += 1
+        self._count_release()
         for _, claim_key in info.claims:
             claim = self.claims.get(claim_key)
             if claim is None:
@@ -398,4 +406,4 @@ class ClusterState:
     def set_node_ready(self, node_name: str, ready: bool) -> None:
         self.nodes.set_ready(self.nodes.index[node_name], ready)
         if ready:
-            self.releases += 1
+            self._count_release()

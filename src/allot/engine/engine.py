@@ -155,6 +155,8 @@ class Engine:
         groups = gangs(pending)
         member_of = {key: gang for gang in groups.values() for key in gang.members}
         done_gangs: set[str] = set()
+        # Equivalence class -> (releases, reason) of a pod of that class that failed this cycle.
+        failed_classes: dict[bytes, tuple[int, str]] = {}
         for info in self._order(pending):
             if info.node is not None:
                 continue
@@ -168,18 +170,30 @@ class Engine:
                     continue
                 done_gangs.add(gang.key)
                 self._schedule_gang(gang, now, decisions)
-            else:
-                self._schedule_pod(info.key, now, decisions)
+                continue
+            # Pods are visited by priority, so the pods bound since an equivalent pod failed have
+            # its priority and are no victims: only a release can make this one fit.
+            equivalence = self.scheduler.equivalence_class(info.key)
+            failed = failed_classes.get(equivalence) if equivalence is not None else None
+            if failed is not None and failed[0] == state.releases:
+                self._park(info.key, failed[1])
+                decisions.append(Waiting(info.key, failed[1]))
+                continue
+            reason = self._schedule_pod(info.key, now, decisions)
+            if reason is not None and equivalence is not None:
+                failed_classes[equivalence] = (state.releases, reason)
 
-    def _schedule_pod(self, pod_key: str, now: float, decisions: list[Decision]) -> None:
+    def _schedule_pod(self, pod_key: str, now: float, decisions: list[Decision]) -> str | None:
+        """Place (or preempt for) one pod; the reason it waits, or None once bound."""
         outcome, victims = self._schedule_with_preemption(pod_key, now)
         if isinstance(outcome, Placement):
             self._parked.pop(pod_key, None)
             decisions.extend(victims)
             decisions.append(Bound(pod_key, outcome.node, outcome.allocations, outcome.score))
-            return
+            return None
         self._park(pod_key, outcome.message)
         decisions.append(Waiting(pod_key, outcome.message))
+        return outcome.message
 
     def _topology_with(self, level: str) -> Topology | None:
         """The Topology (first by name) that has `level` among its levels."""

@@ -24,6 +24,7 @@ from allot.cluster.state import ClusterState
 from allot.model.resource import AllocationResult, ResourceClaim
 from allot.scheduling import registry
 from allot.scheduling.diagnosis import Diagnosis
+from allot.scheduling.equivalence import PodReader, equivalence_class
 from allot.scheduling.framework import (
     BoolArray,
     Cycle,
@@ -76,6 +77,8 @@ class ProfilePlugins:
     node_filters: list[NodeFilter] = field(default_factory=list)
     scorers: list[tuple[ScorePlugin, int]] = field(default_factory=list)
     reservers: list[ReservePlugin] = field(default_factory=list)
+    # Filters that read more of the pod than its spec (for equivalence classes).
+    readers: list[PodReader] = field(default_factory=list)
 
 
 def _instantiate(profile: Profile) -> ProfilePlugins:
@@ -97,6 +100,8 @@ def _instantiate(profile: Profile) -> ProfilePlugins:
             plugins.node_filters.append(plugin)
         if isinstance(plugin, ReservePlugin):
             plugins.reservers.append(plugin)
+        if isinstance(plugin, PodReader):
+            plugins.readers.append(plugin)
     for name, weight in sorted(profile.score_weights.items()):
         plugin = get(name)
         if weight > 0 and isinstance(plugin, ScorePlugin):
@@ -152,6 +157,14 @@ class Scheduler:
                 return None
             self._plugins[scheduler_name] = _instantiate(profile)
         return self._plugins[scheduler_name]
+
+    def equivalence_class(self, pod_key: str) -> bytes | None:
+        """Pods of one class succeed or fail alike (see `allot.scheduling.equivalence`); None: no class."""
+        info = self.state.pods[pod_key]
+        plugins = self.plugins(info.pod.spec.scheduler_name)
+        if plugins is None:
+            return None
+        return equivalence_class(self.state, info, plugins.readers)
 
     def place(self, pod_key: str, *, allowed: BoolArray | None = None, allowed_reason: str = "") -> Outcome:
         """Where the pod would go now; changes nothing."""

@@ -36,7 +36,10 @@ The three models, and why they look the way they do (docs/sharing.md):
   One counter set per GPU with the compute/engine counters and
   `memory-slice-0..7`; the full GPU consumes every counter, each (profile,
   placement) device consumes its engines and the memory slices of its
-  placement. Overlapping placements, and the whole GPU against any
+  placement. The `memory` counter counts MiB where NVIDIA's driver counts
+  bytes: a GPU's bytes in nano-units overflow 64 bits, which the
+  scheduler's device index hashes (the memory slices make memory
+  exclusive either way; only ratios of the counter are read). Overlapping placements, and the whole GPU against any
   partition, therefore exclude each other through counters, in the real
   allocator.
 """
@@ -221,11 +224,6 @@ def gpu_memory_bytes(gpu_model: str) -> int:
     return int(full.nominal_memory.removesuffix("GB")) * 1024 * MIB
 
 
-def _counter_names() -> list[str]:
-    base = ["multiprocessors", "copy-engines", "decoders", "jpeg-engines", "ofa-engines", "memory"]
-    return base + [f"memory-slice-{i}" for i in range(MEMORY_SLICES)]
-
-
 def mig_device_name(gpu_index: int, profile: MigProfile, start: int) -> str:
     """`gpu-<i>-mig-<profile without dots>-<GI profile id>-<placement start>`, e.g. gpu-0-mig-1g10gb-19-0."""
     compact = profile.profile.replace(".", "").replace("+", "")
@@ -250,11 +248,11 @@ def mig_devices(
         "decoders": decoders,
         "jpeg-engines": jpegs,
         "ofa-engines": ofas,
-        "memory": memory,
+        "memory": memory // MIB,
         **{f"memory-slice-{i}": 1 for i in range(MEMORY_SLICES)},
     }
     set_name = f"gpu-{gpu_index}-counter-set"
-    counters = {name: Counter(value=_bytes(v) if name == "memory" else _int(v)) for name, v in totals.items()}
+    counters = {name: Counter(value=_int(v)) for name, v in totals.items()}
     counter_set = CounterSet(name=set_name, counters=counters)
 
     # A MIG device names its parent by UUID, not as its own.
@@ -283,17 +281,13 @@ def mig_devices(
             "decoders": nvdec,
             "jpeg-engines": jpeg,
             "ofa-engines": ofa,
-            "memory": slice_memory,
+            "memory": slice_memory // MIB,
         }
         for start in profile.placements:
             used = dict(uses)
             for index in range(start, start + profile.placement_size):
                 used[f"memory-slice-{index}"] = 1
-            consumed = {
-                name: Counter(value=_bytes(v) if name == "memory" else _int(v))
-                for name, v in used.items()
-                if v
-            }
+            consumed = {name: Counter(value=_int(v)) for name, v in used.items() if v}
             devices.append(
                 Device(
                     name=mig_device_name(gpu_index, profile, start),

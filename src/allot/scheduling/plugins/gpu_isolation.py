@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from allot.cluster.state import ClusterState, PodInfo
 from allot.dra import Allocator, DeviceId
 from allot.scheduling.framework import BoolArray, Cycle, Rejection
 from allot.scheduling.sharing.demand import DemandReader
@@ -50,12 +51,19 @@ class GpuIsolation:
     def _table(self, cycle: Cycle) -> SharedGpuTable:
         state = cycle.state
         allocator = self._allocator
-        if allocator is None or allocator.slices is not state.slices or allocator.classes is not state.classes:
+        if (
+            allocator is None
+            or allocator.slices is not state.slices
+            or allocator.classes is not state.classes
+        ):
             allocator = self._allocator = Allocator(state.classes, state.slices, features=state.features)
         table = table_for(state, allocator)
         if self._reader is None or self._reader.table is not table:
             self._reader = DemandReader(table)
         return table
+
+    def equivalence_key(self, state: ClusterState, info: PodInfo) -> str:
+        return self.trust_domain.domain_of(state, info) if self.trust_domain.isolates else ""
 
     def pre_filter(self, cycle: Cycle) -> Status:
         if not self.trust_domain.isolates:

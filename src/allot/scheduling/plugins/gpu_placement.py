@@ -44,12 +44,13 @@ from allot.dra import AllocatedState, Allocation, Allocator, Candidate, DeviceId
 from allot.model.core import Node
 from allot.model.resource import ResourceClaim
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
+from allot.scheduling.plugins.dynamic_resources import NAME as DRA_NAME
 from allot.scheduling.plugins.dynamic_resources import DynamicResources
 from allot.scheduling.sharing.demand import Demand, DemandReader
 from allot.scheduling.sharing.isolation import Exclusion, allowed_mask, exclusion
 from allot.scheduling.sharing.policies import Context, PodView, Policy, build_policy
 from allot.scheduling.sharing.table import MILLI, SharedGpuTable, table_for
-from allot.scheduling.status import Code, Status, unschedulable
+from allot.scheduling.status import Code, Status, error, unschedulable
 
 NAME = "GpuPlacement"
 NO_ROOM = "insufficient shared GPU capacity"
@@ -184,7 +185,9 @@ class GpuPlacement:
 
             cpu_max = int(nodes.allocatable[CPU].max()) if nodes.size else 1
             gpu_max = int(table.valid.sum(axis=1).max()) * MILLI if nodes.size else MILLI
-            context = self._context = Context(table, cpu_free, max(cpu_max, 1), max(gpu_max, MILLI), self.rng)
+            context = self._context = Context(
+                table, cpu_free, max(cpu_max, 1), max(gpu_max, MILLI), self.rng, nodes.allocatable[CPU].copy()
+            )
             self._reader = DemandReader(table)
         return context
 
@@ -205,6 +208,11 @@ class GpuPlacement:
     # -- extension points -------------------------------------------------------------------
 
     def pre_filter(self, cycle: Cycle) -> Status:
+        if DRA_NAME in cycle.data:
+            # Both would allocate the pod's claims; the profile must keep only this one.
+            return error(
+                NAME, "GpuPlacement replaces DynamicResources: disable DynamicResources in this profile"
+            )
         status = self.dra.pre_filter(cycle)
         if not status.ok:
             return status
@@ -217,6 +225,9 @@ class GpuPlacement:
             if (claim := cycle.state.claims.get(key)) is not None and claim.status.allocation is None
         ]
         demand = self._reader.demand(unallocated, cycle.pod.nonzero[0])
+        if getattr(cycle.data.get(DRA_NAME), "extended", None):
+            # Extended resources served through DRA add a claim per node: the allocator decides.
+            demand = Demand(demand.cpu, demand.request, exact=False)
         needs = None
         fit: BoolArray = np.zeros(table.valid.shape, dtype=np.bool_)
         if demand.request is not None:

@@ -117,8 +117,14 @@ class DemandReader:
                     if request.first_available:
                         sub = request.first_available[0]
                         selectors = tuple(s.cel.expression for s in sub.selectors if s.cel is not None)
-                        caps = None if sub.capacity is None else {n: q.nano for n, q in sub.capacity.requests.items()}
-                        found.append(GpuRequest(sub.device_class_name, selectors, capacity_key(caps), sub.count or 1))
+                        caps = (
+                            None
+                            if sub.capacity is None
+                            else {n: q.nano for n, q in sub.capacity.requests.items()}
+                        )
+                        found.append(
+                            GpuRequest(sub.device_class_name, selectors, capacity_key(caps), sub.count or 1)
+                        )
                     continue
                 if exactly.allocation_mode not in ("", "ExactCount") or exactly.admin_access:
                     exact = False

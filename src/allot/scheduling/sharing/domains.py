@@ -76,7 +76,5 @@ def parse_trust_domain(raw: Any) -> TrustDomain:
     if kind == LABEL and not label:
         raise ValueError("trustDomain: label needs a key, e.g. label:example.com/tenant")
     if kind not in (NAMESPACE, LABEL, LOCAL_QUEUE, ANY) or (label and kind != LABEL):
-        raise ValueError(
-            f"trustDomain: unknown {raw!r}; expected namespace, localQueue, any or label:<key>"
-        )
+        raise ValueError(f"trustDomain: unknown {raw!r}; expected namespace, localQueue, any or label:<key>")
     return TrustDomain(kind, label)

@@ -55,14 +55,24 @@ class Deltas:
 class FragmentationModel:
     """The class arrays of one target workload over one table."""
 
-    def __init__(self, table: SharedGpuTable, workload: TargetWorkload, cpu_free: CpuFree) -> None:
+    def __init__(
+        self,
+        table: SharedGpuTable,
+        workload: TargetWorkload,
+        cpu_free: CpuFree,
+        *,
+        scarcity: bool = False,
+        cpu_capacity: IntArray | None = None,
+    ) -> None:
         self.table = table
         self.workload = workload
         self.cpu_free = cpu_free
         classes = workload.classes
         shape = (len(classes), *table.valid.shape)
         self.p: FloatArray = np.array([c.weight for c in classes], dtype=np.float64)
-        self.count: IntArray = np.array([c.request.count if c.request else 0 for c in classes], dtype=np.int64)
+        self.count: IntArray = np.array(
+            [c.request.count if c.request else 0 for c in classes], dtype=np.int64
+        )
         self.cpu: IntArray = np.array([c.cpu for c in classes], dtype=np.int64)
         self.gpu_class: BoolArray = self.count > 0
         self.base: BoolArray = np.zeros(shape, dtype=np.bool_)
@@ -79,6 +89,19 @@ class FragmentationModel:
             self.base[m] = mask.mask & needs.ok
             self.need_share[m] = needs.share
             self.need_mem[m] = needs.memory
+        if scarcity and len(classes):
+            # Classes that can use only part of the GPUs weigh more, in proportion: their
+            # fragments are the ones that cannot be made up for elsewhere. A class's part is
+            # the GPUs it can select on nodes big enough for it (GPU count, CPU).
+            usable = self.base & table.valid[None]
+            hosts = usable.sum(axis=2) >= self.count[:, None]
+            if cpu_capacity is not None:
+                hosts &= cpu_capacity[None] >= self.cpu[:, None]
+            capacity = (usable.sum(axis=2) * hosts).sum(axis=1).astype(np.float64)
+            total = float(table.valid.sum())
+            factor = np.where(self.gpu_class & (capacity > 0), total / np.maximum(capacity, 1.0), 1.0)
+            weighted = self.p * factor
+            self.p = weighted / weighted.sum()
         # Nodes whose hardware looks the same to every class (and with the same capacities) share a type.
         signature = np.concatenate(
             [
@@ -94,6 +117,12 @@ class FragmentationModel:
 
     # -- the measure ------------------------------------------------------------------
 
+    def task_milli_per_gpu(self) -> IntArray:
+        """Milli-GPUs one task of each class takes on each GPU slot (classes x nodes x GPUs)."""
+        cap = np.where(self.table.share_cap > 0, self.table.share_cap, 1)
+        milli: IntArray = -(-self.need_share * MILLI // cap[None])
+        return milli
+
     def _usable(self, nodes: IntArray, share: IntArray, memory: IntArray) -> BoolArray:
         result: BoolArray = (
             self.base[:, nodes]
@@ -102,22 +131,29 @@ class FragmentationModel:
         )
         return result
 
-    def _frag(self, usable: BoolArray, milli: IntArray, cpu: IntArray) -> FloatArray:
+    def _frag(self, nodes: IntArray, usable: BoolArray, milli: IntArray, cpu: IntArray) -> FloatArray:
         """F for k nodes from usable (M,k,G), free milli (k,G) and free CPU (k,)."""
         total = milli.sum(axis=1)
         inside = np.where(usable, 0, milli[None]).sum(axis=2)
         fits = (usable.sum(axis=2) >= self.count[:, None]) & (cpu[None] >= self.cpu[:, None])
         frag = np.where(self.gpu_class[:, None] & fits, inside, total[None])
+        frag = self._cpu_bound(nodes, frag, total[None], cpu[None])
         result: FloatArray = self.p @ frag
         return result
+
+    def _cpu_bound(self, nodes: IntArray, frag: IntArray, total: IntArray, cpu: IntArray) -> IntArray:
+        """A hook for measures that also count GPU share the node's CPU cannot feed (none here)."""
+        return frag
 
     def fragmentation(self, nodes: IntArray) -> FloatArray:
         """F of each node, now."""
         t = self.table
         share, memory, milli = t.share_free[nodes], t.mem_free[nodes], t.milli_free[nodes]
-        return self._frag(self._usable(nodes, share, memory), milli, self.cpu_free(nodes))
+        return self._frag(nodes, self._usable(nodes, share, memory), milli, self.cpu_free(nodes))
 
-    def deltas(self, nodes: IntArray, needs: Needs | None, pod_usable: BoolArray | None, count: int, cpu: int) -> Deltas:
+    def deltas(
+        self, nodes: IntArray, needs: Needs | None, pod_usable: BoolArray | None, count: int, cpu: int
+    ) -> Deltas:
         """F after placing one pod of this shape on each node (each GPU for one-GPU pods) minus F now.
 
         `pod_usable` (N, G) marks the GPUs that can take the pod; `needs` is
@@ -136,25 +172,34 @@ class FragmentationModel:
 
     def _state_key(self, nodes: IntArray, needs: Needs | None, pod_usable: BoolArray | None) -> IntArray:
         t = self.table
-        parts = [self.node_type[nodes, None], t.share_free[nodes], t.mem_free[nodes], self.cpu_free(nodes)[:, None]]
+        parts = [
+            self.node_type[nodes, None],
+            t.share_free[nodes],
+            t.mem_free[nodes],
+            self.cpu_free(nodes)[:, None],
+        ]
         if needs is not None and pod_usable is not None:
             parts += [needs.share[nodes], needs.memory[nodes], pod_usable[nodes].astype(np.int64)]
         key: IntArray = np.concatenate(parts, axis=1)
         return key
 
-    def _deltas(self, nodes: IntArray, needs: Needs | None, pod_usable: BoolArray | None, count: int, cpu: int) -> Deltas:
+    def _deltas(
+        self, nodes: IntArray, needs: Needs | None, pod_usable: BoolArray | None, count: int, cpu: int
+    ) -> Deltas:
         t = self.table
         share, memory, milli = t.share_free[nodes], t.mem_free[nodes], t.milli_free[nodes]
         cpu_left = self.cpu_free(nodes)
         usable = self._usable(nodes, share, memory)
-        before = self._frag(usable, milli, cpu_left)
+        before = self._frag(nodes, usable, milli, cpu_left)
         cpu_after = cpu_left - cpu
         if count == 0 or needs is None or pod_usable is None:
-            after = self._frag(usable, milli, cpu_after)
+            after = self._frag(nodes, usable, milli, cpu_after)
             return Deltas(before, after - before)
         fit = pod_usable[nodes]
         if count == 1:
-            return Deltas(before, self._one_gpu(nodes, usable, share, memory, milli, cpu_after, needs, fit, before))
+            return Deltas(
+                before, self._one_gpu(nodes, usable, share, memory, milli, cpu_after, needs, fit, before)
+            )
         return self._many_gpus(nodes, share, memory, cpu_after, needs, fit, count, before)
 
     def _one_gpu(
@@ -186,6 +231,7 @@ class FragmentationModel:
         total2 = milli.sum(axis=1)[:, None] - milli + milli2
         fits2 = (count2 >= self.count[:, None, None]) & (cpu_after[None, :, None] >= self.cpu[:, None, None])
         frag2 = np.where(self.gpu_class[:, None, None] & fits2, inside2, total2[None])
+        frag2 = self._cpu_bound(nodes, frag2, total2[None], cpu_after[None, :, None])
         after: FloatArray = np.tensordot(self.p, frag2, axes=1)
         delta: FloatArray = np.where(fit, after - before[:, None], np.inf)
         return delta
@@ -212,7 +258,7 @@ class FragmentationModel:
         memory2[rows[take], cols[take]] -= needs.memory[nodes][rows[take], cols[take]]
         cap = np.where(self.table.share_cap[nodes] > 0, self.table.share_cap[nodes], 1)
         milli2 = np.where(self.table.valid[nodes], share2 * MILLI // cap, 0)
-        after = self._frag(self._usable(nodes, share2, memory2), milli2, cpu_after)
+        after = self._frag(nodes, self._usable(nodes, share2, memory2), milli2, cpu_after)
         delta: FloatArray = np.where(ok, after - before, np.inf)
         return Deltas(before, delta, np.where(ok[:, None], chosen, -1))
 
@@ -227,3 +273,42 @@ def pick_least_free(share: IntArray, fit: BoolArray, count: int) -> IntArray:
     short = (result < 0).any(axis=1)
     result[short] = -1
     return result
+
+
+class CpuAwareModel(FragmentationModel):
+    """FGD's measure, plus the GPU share that the node's CPU cannot feed with tasks of the class.
+
+    For a class that fits, FGD counts only the GPUs too small for it. Here
+    the usable part is further capped by CPU: with c free cores the node
+    runs at most floor(c / cpu_m) more m-tasks, so GPU share beyond
+    floor(c / cpu_m) x (m's GPU share) is fragment for m too:
+
+        F_n(m) = max(FGD's F_n(m), free_total - floor(cpu / cpu_m) * count_m * share_m)
+
+    This looks one node-fill ahead on the CPU dimension only (allot's own).
+    """
+
+    def __init__(
+        self,
+        table: SharedGpuTable,
+        workload: TargetWorkload,
+        cpu_free: CpuFree,
+        *,
+        scarcity: bool = False,
+        cpu_capacity: IntArray | None = None,
+    ) -> None:
+        super().__init__(table, workload, cpu_free, scarcity=scarcity, cpu_capacity=cpu_capacity)
+        per_gpu = np.where(self.base, self.task_milli_per_gpu(), 0).max(axis=2)
+        self.task_milli: IntArray = per_gpu * self.count[:, None]
+        self.safe_cpu: IntArray = np.where(self.cpu > 0, self.cpu, 1)
+
+    def _cpu_bound(self, nodes: IntArray, frag: IntArray, total: IntArray, cpu: IntArray) -> IntArray:
+        shape = (-1,) + (1,) * (frag.ndim - 1)
+        tasks = cpu // self.safe_cpu.reshape(shape)
+        milli = self.task_milli[:, nodes].reshape(
+            self.task_milli.shape[0], len(nodes), *([1] * (frag.ndim - 2))
+        )
+        fed = np.maximum(total - tasks * milli, 0)
+        gpu = self.gpu_class.reshape(shape)
+        result: IntArray = np.where(gpu, np.maximum(frag, fed), frag)
+        return result

@@ -41,11 +41,17 @@ _MANY = 1 << 40
 class StrandingModel(FragmentationModel):
     """The stranded-capacity measure over one table and target workload."""
 
-    def __init__(self, table: SharedGpuTable, workload: TargetWorkload, cpu_free: CpuFree) -> None:
-        super().__init__(table, workload, cpu_free)
-        cap = np.where(table.share_cap > 0, table.share_cap, 1)
-        # Milli-GPUs one task of each class takes per GPU, per slot (M, N, G).
-        self.need_milli: IntArray = -(-self.need_share * MILLI // cap[None])
+    def __init__(
+        self,
+        table: SharedGpuTable,
+        workload: TargetWorkload,
+        cpu_free: CpuFree,
+        *,
+        scarcity: bool = False,
+        cpu_capacity: IntArray | None = None,
+    ) -> None:
+        super().__init__(table, workload, cpu_free, scarcity=scarcity, cpu_capacity=cpu_capacity)
+        self.need_milli: IntArray = self.task_milli_per_gpu()
         self.safe_share: IntArray = np.where(self.need_share > 0, self.need_share, 1)
         self.safe_mem: IntArray = np.where(self.need_mem > 0, self.need_mem, 1)
         self.safe_count: IntArray = np.where(self.count > 0, self.count, 1)
@@ -127,12 +133,33 @@ class StrandingModel(FragmentationModel):
 class BlendModel(FragmentationModel):
     """FGD's measure and stranded capacity, averaged: one placement scored by both views of waste."""
 
-    def __init__(self, table: SharedGpuTable, workload: TargetWorkload, cpu_free: CpuFree) -> None:
-        super().__init__(table, workload, cpu_free)
-        self.stranding = StrandingModel(table, workload, cpu_free)
+    def __init__(
+        self,
+        table: SharedGpuTable,
+        workload: TargetWorkload,
+        cpu_free: CpuFree,
+        *,
+        scarcity: bool = False,
+        cpu_capacity: IntArray | None = None,
+        weight: float | None = None,
+    ) -> None:
+        super().__init__(table, workload, cpu_free, scarcity=scarcity, cpu_capacity=cpu_capacity)
+        self.stranding = StrandingModel(
+            table, workload, cpu_free, scarcity=scarcity, cpu_capacity=cpu_capacity
+        )
+        # How much stranding counts: as much as tasks sharing a GPU make of the GPU demand
+        # (at most half). Whole-GPU workloads are FGD's home ground; partial GPUs are
+        # where filling matters.
+        task = self.stranding._task_milli(np.arange(table.size)).max(axis=1)
+        share = (self.stranding.need_milli.max(axis=(1, 2)) < MILLI) & (self.count == 1)
+        demand = float((self.p * task).sum())
+        self.weight = min(0.5, float((self.p * task * share).sum()) / demand) if demand > 0 else 0.0
+        if weight is not None:
+            self.weight = weight
 
     def fragmentation(self, nodes: IntArray) -> FloatArray:
-        result: FloatArray = 0.5 * (super().fragmentation(nodes) + self.stranding.fragmentation(nodes))
+        w = self.weight
+        result: FloatArray = (1 - w) * super().fragmentation(nodes) + w * self.stranding.fragmentation(nodes)
         return result
 
     def _deltas(
@@ -140,4 +167,6 @@ class BlendModel(FragmentationModel):
     ) -> Deltas:
         first = super()._deltas(nodes, needs, pod_usable, count, cpu)
         second = self.stranding._deltas(nodes, needs, pod_usable, count, cpu)
-        return Deltas(0.5 * (first.before + second.before), 0.5 * (first.delta + second.delta), first.chosen)
+        w = self.weight
+        before = (1 - w) * first.before + w * second.before
+        return Deltas(before, (1 - w) * first.delta + w * second.delta, first.chosen)

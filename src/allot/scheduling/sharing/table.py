@@ -149,7 +149,12 @@ class SharedGpuTable:
         for n, devices in enumerate(per_node):
             for g, device in enumerate(devices):
                 caps = device.info.capacities
-                key = tuple(sorted((name, c.value.nano, c.request_policy) for name, c in device.info.device.capacity.items()))
+                key = tuple(
+                    sorted(
+                        (name, c.value.nano, c.request_policy)
+                        for name, c in device.info.device.capacity.items()
+                    )
+                )
                 gid = group_ids.get(key)
                 if gid is None:
                     gid = group_ids[key] = len(self.groups)

@@ -47,7 +47,9 @@ class TargetWorkload:
     classes: tuple[TaskClass, ...]
 
     @classmethod
-    def from_counts(cls, counts: Mapping[ClassKey, float], threshold: float = DEFAULT_THRESHOLD) -> TargetWorkload:
+    def from_counts(
+        cls, counts: Mapping[ClassKey, float], threshold: float = DEFAULT_THRESHOLD
+    ) -> TargetWorkload:
         total = float(sum(counts.values()))
         if total <= 0:
             return cls(())
@@ -82,7 +84,9 @@ class TargetWorkload:
             gpus = int(entry.get("gpus", 0))
             request = None
             if gpus:
-                capacity = {name: Quantity.coerce(q).nano for name, q in (entry.get("capacity") or {}).items()}
+                capacity = {
+                    name: Quantity.coerce(q).nano for name, q in (entry.get("capacity") or {}).items()
+                }
                 request = GpuRequest(
                     class_name=str(entry.get("deviceClassName", "")),
                     selectors=tuple(str(s) for s in entry.get("selectors") or ()),

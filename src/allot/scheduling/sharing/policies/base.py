@@ -47,6 +47,8 @@ class Context:
     cpu_max: int
     gpu_max_milli: int
     rng: np.random.Generator
+    # Allocatable CPU (milli) per node.
+    cpu_capacity: IntArray | None = None
 
 
 @dataclass(slots=True)

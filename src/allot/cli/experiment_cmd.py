@@ -1,0 +1,166 @@
+"""`allot experiment`: reproducible experiments; `fragmentation` is the FGD paper's openb experiment.
+
+    allot experiment fragmentation                      # default trace, seven policies, seeds 42-51
+    allot experiment fragmentation --trace all --jobs 2 --out results/
+    allot experiment fragmentation --trace gpuspec33 --policy FGD --seeds 42-44
+
+Results accumulate in the output directory (`runs.csv`): runs already
+there are not repeated unless `--force`, so a long experiment can be run
+in pieces. The table (policy x trace at 100 % arrived load, mean +- sd over
+seeds, with the paper's figures) is printed and written as `table.csv`;
+plots as PNG (see `allot.report.fragmentation`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from allot.report.fragmentation import read_runs, write_all, write_runs
+from allot.scheduling.sharing.policies import POLICIES
+from allot.sim.experiments.fragmentation import (
+    ALL_POLICIES,
+    TRACES,
+    Row,
+    RunResult,
+    run_all,
+    specs,
+    summarise,
+)
+
+SAVE_EVERY = 10
+
+
+def _seeds(text: str) -> list[int]:
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if "-" in part:
+                low, high = part.split("-", 1)
+                seeds.extend(range(int(low), int(high) + 1))
+            elif part:
+                seeds.append(int(part))
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected seeds like 42-51 or 42,43") from None
+    if not seeds:
+        raise click.BadParameter("no seeds given")
+    return seeds
+
+
+def _traces(values: tuple[str, ...]) -> list[str]:
+    chosen: list[str] = []
+    for value in values or ("default",):
+        names = list(TRACES) if value == "all" else [value]
+        for name in names:
+            if name not in TRACES:
+                raise click.BadParameter(f"unknown trace {name!r}; expected one of: all, {', '.join(TRACES)}")
+            if name not in chosen:
+                chosen.append(name)
+    return chosen
+
+
+def _table(rows: list[Row]) -> Table:
+    table = Table(title="Unallocated GPU % at 100 % arrived load (mean ± sd over seeds)")
+    for column in ("trace", "policy", "seeds", "allot", "paper", "gap"):
+        table.add_column(column, justify="left" if column in ("trace", "policy") else "right")
+    for row in rows:
+        paper = f"{row.paper[0]:.2f} ± {row.paper[1]:.2f}" if row.paper else "-"
+        gap = f"{row.mean - row.paper[0]:+.2f}" if row.paper else "-"
+        seeds = f"{len(row.seeds)} ({row.seeds[0]}-{row.seeds[-1]})" if row.seeds else "0"
+        table.add_row(row.trace, row.policy, seeds, f"{row.mean:.2f} ± {row.sd:.2f}", paper, gap)
+    return table
+
+
+@click.group("experiment")
+def experiment() -> None:
+    """Reproducible experiments on published traces."""
+
+
+@experiment.command("fragmentation")
+@click.option(
+    "--trace",
+    "traces",
+    multiple=True,
+    help="openb trace (repeatable): default, cpu050 ... multigpu50, or `all` for the paper's 17 [default: default]",
+)
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    type=click.Choice(POLICIES),
+    help="placement policy (repeatable) [default: the paper's six and FGDPlus]",
+)
+@click.option("--seeds", default="42-51", show_default=True, help="seeds: a range 42-51 or a list 42,43")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("allot-experiment"),
+    show_default=True,
+    help="output directory (runs.csv, table.csv, plots)",
+)
+@click.option(
+    "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="runs in parallel processes"
+)
+@click.option(
+    "--pods",
+    type=click.IntRange(min=1),
+    default=None,
+    help="only the first N pods of each run (a quick look)",
+)
+@click.option("--force", is_flag=True, help="run again what runs.csv already holds")
+@click.option("--no-plots", is_flag=True, help="write the CSV files only")
+def fragmentation(
+    traces: tuple[str, ...],
+    policies: tuple[str, ...],
+    seeds: str,
+    out: Path,
+    jobs: int,
+    pods: int | None,
+    force: bool,
+    no_plots: bool,
+) -> None:
+    """The FGD paper's experiment: fill the openb cluster to 130 %, record unallocated GPU % (research/sharing.md 1.6)."""
+    console = Console()
+    chosen_traces = _traces(traces)
+    chosen_policies = list(policies or ALL_POLICIES)
+    chosen_seeds = _seeds(seeds)
+    runs_file = out / "runs.csv"
+    try:
+        existing = [] if force else read_runs(runs_file)
+    except (KeyError, ValueError) as err:
+        raise click.ClickException(f"{runs_file}: not a runs file written by allot ({err})") from None
+    done = {(r.trace, r.policy, r.seed): r for r in existing}
+    wanted = list(specs(chosen_traces, chosen_policies, chosen_seeds, pods))
+    todo = [s for s in wanted if (s.trace, s.policy, s.seed) not in done]
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("fragmentation runs", total=len(todo))
+
+        def finished(result: RunResult) -> None:
+            done[(result.trace, result.policy, result.seed)] = result
+            progress.update(task, advance=1, description=f"{result.trace} {result.policy} seed {result.seed}")
+            count = int(progress.tasks[0].completed)
+            if count % SAVE_EVERY == 0:
+                # A long experiment keeps what it has: an interrupted one resumes from here.
+                out.mkdir(parents=True, exist_ok=True)
+                write_runs(done.values(), runs_file)
+
+        run_all(todo, jobs=jobs, done=finished)
+    results = list(done.values())
+    keys = {(s.trace, s.policy, s.seed) for s in wanted}
+    rows = summarise([r for r in results if (r.trace, r.policy, r.seed) in keys])
+    written = write_all(results, rows, out, plots=not no_plots)
+    console.print(_table(rows))
+    console.print(
+        f"{len(todo)} run(s) done, {len(results)} in {runs_file}; wrote {len(written)} file(s) to {out}/"
+    )

@@ -1,0 +1,1 @@
+"""Reproducible experiments over traces: `fragmentation` is the FGD paper's openb experiment."""

@@ -6,9 +6,11 @@ import click
 
 from allot import __version__
 from allot.cli.allocate_cmd import allocate
+from allot.cli.experiment_cmd import experiment
 from allot.cli.place_cmd import place
 from allot.cli.preset_cmd import preset
 from allot.cli.queues_cmd import queues
+from allot.cli.simulate_cmd import simulate
 from allot.cli.validate_cmd import validate
 
 
@@ -18,11 +20,13 @@ def cli() -> None:
     """allot: a scheduler for GPUs and other accelerators on Kubernetes."""
 
 
+cli.add_command(simulate)
 cli.add_command(validate)
 cli.add_command(allocate)
 cli.add_command(place)
 cli.add_command(queues)
 cli.add_command(preset)
+cli.add_command(experiment)
 
 
 def main() -> None:

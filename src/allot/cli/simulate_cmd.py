@@ -1,0 +1,258 @@
+"""`allot simulate [SCENARIO]`: run a workload under one or more policies, summarise, write the report.
+
+With no SCENARIO the built-in scenario runs (allot/sim/scenarios/default.yaml).
+Bad input (a scenario field, a manifest, a trace row, a policy name) is
+reported with its location on stderr and the exit status is 1; nothing is
+written then.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from allot.model.errors import ManifestErrors
+from allot.report import ReportData, write_report
+from allot.report import format as fmt
+from allot.sim.metrics import Summary, summarize
+from allot.sim.parallel import Task, TaskFailed, default_workers, run_all
+from allot.sim.policies import Policy
+from allot.sim.records import SimResult
+from allot.sim.scenario.build import Prepared, prepare
+from allot.sim.scenario.parse import load_scenario, parse_scenario
+from allot.sim.scenario.reader import parse_duration
+from allot.sim.scenario.schema import Scenario
+from allot.sim.simulator import SimOptions, Simulation, SimulationError
+from allot.sim.traces import parse_trace_option
+
+BUILTIN = "default.yaml"
+PROGRESS_INTERVAL = 0.1  # seconds of wall time between progress-bar updates
+
+
+def builtin_scenario() -> Scenario:
+    text = resources.files("allot.sim").joinpath("scenarios", BUILTIN).read_text(encoding="utf-8")
+    return parse_scenario(text, f"built-in {BUILTIN}")
+
+
+def _fail(errors: ManifestErrors) -> None:
+    for error in errors.errors:
+        click.echo(f"error: {error}", err=True)
+    click.echo(f"{len(errors.errors)} error(s); nothing was simulated", err=True)
+    raise SystemExit(1)
+
+
+class _Bars:
+    """One throttled rich progress bar per policy, fed with simulated time."""
+
+    def __init__(self, console: Console, names: list[str], end: float) -> None:
+        self.end = max(end, 1.0)
+        self.progress = Progress(
+            TextColumn("[bold]{task.description:<16}"),
+            BarColumn(),
+            TextColumn("{task.fields[clock]:>9} simulated"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self.tasks = [self.progress.add_task(name, total=self.end, clock="0 s") for name in names]
+        self._last = [0.0] * len(names)
+
+    def update(self, index: int, now: float) -> None:
+        wall = time.perf_counter()
+        if wall - self._last[index] >= PROGRESS_INTERVAL or now >= self.end:
+            self._last[index] = wall
+            self.progress.update(self.tasks[index], completed=min(now, self.end), clock=fmt.duration(now))
+
+
+def _run(prepared: Prepared, *, check: bool, workers: int, console: Console | None) -> list[SimResult]:
+    options = SimOptions(
+        horizon=prepared.horizon, checkpoint=prepared.scenario.checkpoint, check_invariants=check
+    )
+    end = prepared.horizon or max((j.arrival for j in prepared.workload.jobs), default=0.0)
+
+    def task(policy: Policy) -> Task:
+        def run(progress: Callable[[float], None]) -> SimResult:
+            return Simulation(
+                manifests=prepared.manifests,
+                workload=prepared.workload,
+                policy=policy,
+                seed=prepared.seed,
+                scenario=prepared.scenario.name,
+                options=options,
+                node_events=prepared.scenario.node_events,
+                progress=progress,
+            ).run()
+
+        return run
+
+    bars = _Bars(console, [p.name for p in prepared.policies], end) if console is not None else None
+    try:
+        return run_all(
+            [task(p) for p in prepared.policies],
+            workers=workers,
+            progress=bars.update if bars is not None else None,
+            before_wait=bars.progress.start if bars is not None else None,
+        )
+    finally:
+        if bars is not None:
+            bars.progress.stop()
+
+
+def _table(summaries: list[Summary]) -> Table:
+    table = Table(title="Simulation summary", title_justify="left", show_lines=False)
+    table.add_column("", no_wrap=True)
+    for s in summaries:
+        table.add_column(s.policy, justify="right")
+    rows: list[tuple[str, Callable[[Summary], str]]] = [
+        ("jobs completed / arrived", lambda s: f"{s.completed:,} / {s.jobs:,}"),
+        ("GPU allocation", lambda s: fmt.pct(s.allocation_pct)),
+        (
+            "unallocated / fragmented GPUs",
+            lambda s: f"{fmt.pct(s.unallocated_pct)} / {fmt.pct(s.fragmented_pct)}",
+        ),
+        ("queue wait p50 / p95", lambda s: f"{fmt.duration(s.wait.p50)} / {fmt.duration(s.wait.p95)}"),
+        ("worst fair-share ratio", lambda s: fmt.ratio(s.min_fair_share_ratio)),
+        ("Jain's index", lambda s: fmt.ratio(s.jain)),
+        ("preemptions", lambda s: f"{s.preemptions:,}"),
+        ("aligned GPU+NIC starts", lambda s: fmt.pct(s.aligned_pct)),
+    ]
+    for name, value in rows:
+        table.add_row(name, *(value(s) for s in summaries))
+    for tenant in summaries[0].tenants:
+        table.add_row(
+            f"[bold]{tenant.name}[/]: wait p95, fair share",
+            *(
+                f"{fmt.duration(s.tenant(tenant.name).wait.p95)}, {fmt.ratio(s.tenant(tenant.name).fair_share_ratio)}"
+                for s in summaries
+            ),
+        )
+    table.add_row(
+        "simulated / wall",
+        *(f"{fmt.duration(s.simulated_hours * 3600)} / {s.wall_seconds:.1f} s" for s in summaries),
+    )
+    return table
+
+
+@click.command()
+@click.argument("scenario", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--compare",
+    metavar="P1,P2",
+    help="Policies to run side by side (fifo-priority, kueue, fair, fgd, or the scenario's own).",
+)
+@click.option("--seed", type=int, help="Random seed for the workload (default: the scenario's).")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--report-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("allot-report"),
+    show_default=True,
+)
+@click.option("--no-report", is_flag=True, help="Do not write the HTML report.")
+@click.option(
+    "--trace",
+    metavar="SPEC",
+    help="Replace the scenario's jobs: openb:default, philly:FILE or synthetic[:jobs=N,load=X].",
+)
+@click.option("--horizon", metavar="DURATION", help="Stop at this simulated time (e.g. 6h).")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Check the cluster invariants after every cycle (slower); exit 3 if one breaks.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    "workers",
+    type=click.IntRange(min=1),
+    help="Policies simulated at once, one process each (default: one per CPU).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def simulate(
+    scenario: Path | None,
+    compare: str | None,
+    seed: int | None,
+    output: str,
+    report_dir: Path,
+    no_report: bool,
+    trace: str | None,
+    horizon: str | None,
+    workers: int | None,
+    check: bool,
+    quiet: bool,
+) -> None:
+    """Simulate SCENARIO (a scenario YAML; default: the built-in three-team DGX H100 cluster)."""
+    horizon_seconds = None
+    if horizon is not None:
+        horizon_seconds = parse_duration(horizon)
+        if horizon_seconds is None or horizon_seconds <= 0:
+            raise click.BadParameter(
+                f"expected a duration such as 6h or 90m, got {horizon!r}", param_hint="--horizon"
+            )
+    trace_spec = None
+    if trace is not None:
+        try:
+            trace_spec = parse_trace_option(trace)
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint="--trace") from None
+    names = [p.strip() for p in compare.split(",") if p.strip()] if compare else None
+    try:
+        loaded = load_scenario(scenario) if scenario is not None else builtin_scenario()
+        prepared = prepare(loaded, seed=seed, trace=trace_spec, policies=names, horizon=horizon_seconds)
+    except ManifestErrors as errors:
+        _fail(errors)
+        return
+    err_console = Console(stderr=True)
+    show_progress = not quiet and err_console.is_terminal
+    try:
+        results = _run(
+            prepared,
+            check=check,
+            workers=workers or default_workers(len(prepared.policies)),
+            console=err_console if show_progress else None,
+        )
+    except (SimulationError, TaskFailed) as failure:
+        if isinstance(failure, TaskFailed) and failure.kind != SimulationError.__name__:
+            raise
+        click.echo(f"invariant violated: {failure}", err=True)
+        raise SystemExit(3) from None
+    summaries = [summarize(r) for r in results]
+    report_path = None
+    if not no_report:
+        data = ReportData(
+            title=f"allot simulation: {prepared.scenario.name}",
+            description=prepared.scenario.description,
+            source=prepared.scenario.file,
+            results=results,
+            summaries=summaries,
+            descriptions={p.name: p.description for p in prepared.policies},
+        )
+        report_path = write_report(data, report_dir)
+    if output == "json":
+        payload = {
+            "scenario": prepared.scenario.name,
+            "seed": prepared.seed,
+            "policies": [s.to_dict() for s in summaries],
+            "report": str(report_path) if report_path is not None else None,
+        }
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        return
+    console = Console()
+    console.print(
+        f"[bold]{prepared.scenario.name}[/]: {len(results[0].nodes)} nodes, {len(results[0].gpu_labels)} GPUs, "
+        f"{len(prepared.workload.jobs):,} jobs from {len(prepared.workload.tenants)} tenants, seed {prepared.seed}"
+    )
+    console.print(_table(summaries))
+    for note in sorted({n for s in summaries for n in s.notes}):
+        console.print(f"[dim]note: {note}[/]")
+    if report_path is not None:
+        console.print(f"Report: [bold]{report_path}[/] (open it in a browser)")

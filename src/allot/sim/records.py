@@ -1,0 +1,137 @@
+"""What a finished simulation hands to metrics and reports: plain records and arrays.
+
+Everything here is data, written once by the `Recorder` and read by the
+pure functions of `allot.sim.metrics` and by `allot.report`. Time series
+are sampled after every engine cycle (one sample per instant at which
+something happened) and hold until the next sample: a step function, so
+integrals over time are exact sums of value × interval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from allot.sim.events import TraceKind
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One job from arrival to completion. `start` is when every pod had started once
+    (None if it never did); `finish` when its last pod completed (None if it did not)."""
+
+    key: str
+    tenant: str
+    shape: str
+    kind: str
+    arrival: float
+    pods: int
+    gpus: float
+    duration: float
+    gang: bool
+    start: float | None
+    finish: float | None
+    preemptions: int
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionRecord:
+    time: float
+    pod: str
+    tenant: str
+    reason: str
+    preemptor: str
+    preemptor_tenant: str
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionRecord:
+    time: float
+    workload: str
+    tenant: str
+    cluster_queue: str
+    borrowing: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BindRecord:
+    """A pod start with the topology assessment: `aligned` None when it needs no alignment
+    (or the topology model is not available), `factor` its modeled throughput (1 = full speed)."""
+
+    time: float
+    pod: str
+    tenant: str
+    node: str
+    gpus: float
+    aligned: bool | None
+    factor: float
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEntry:
+    time: float
+    kind: TraceKind
+    subject: str
+    detail: str = ""
+
+
+@dataclass
+class Samples:
+    """Cluster and per-tenant series; column t of a per-tenant array is tenant t."""
+
+    time: FloatArray
+    capacity: FloatArray  # GPUs on ready nodes
+    busy: FloatArray  # GPUs with any allocation
+    allocated: FloatArray  # Σ per GPU max(compute, memory) taken
+    compute: FloatArray  # Σ compute fraction taken
+    memory: FloatArray  # Σ memory fraction taken
+    fragmented: FloatArray  # free share of partly used GPUs
+    pending_pods: IntArray
+    running_pods: IntArray
+    tenant_allocated: FloatArray  # [sample, tenant] GPU-equivalents held
+    tenant_demand: FloatArray  # [sample, tenant] GPU-equivalents arrived and not finished
+    tenant_pending: IntArray  # [sample, tenant] pending pods
+
+
+@dataclass
+class Occupancy:
+    """Who held which GPU when: parallel arrays, one entry per (pod run, GPU)."""
+
+    gpu: IntArray
+    tenant: IntArray
+    fraction: FloatArray
+    start: FloatArray
+    end: FloatArray
+
+
+@dataclass
+class SimResult:
+    """Everything one run of one policy produced."""
+
+    scenario: str
+    policy: str
+    seed: int
+    tenants: list[str]
+    weights: list[float]
+    nodes: list[str]
+    gpu_nodes: list[int]  # node index of every physical GPU
+    gpu_labels: list[str]
+    samples: Samples
+    occupancy: Occupancy
+    jobs: list[JobRecord]
+    binds: list[BindRecord]
+    preemptions: list[PreemptionRecord]
+    admissions: list[AdmissionRecord]
+    # normalised reason -> (pod-seconds spent waiting with it, distinct pods)
+    pending_reasons: dict[str, tuple[float, int]]
+    end: float
+    events: int
+    cycles: int
+    wall_seconds: float = 0.0
+    trace: list[TraceEntry] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)

@@ -1,0 +1,375 @@
+"""The discrete-event simulator: a virtual clock driving the engine.
+
+`Simulation(...).run()` replays a `Workload` on a cluster under one
+`Policy` and returns a `SimResult`. The loop:
+
+1. Pop every event of the next instant (`EventQueue.pop_batch`): node
+   failures, completions, node repairs, arrivals, in that order.
+2. Apply them to the ClusterState: arriving jobs add their pods (claims are
+   generated from templates), completed pods are removed (and a Kueue
+   workload whose pods all completed is finished), a failed node's pods
+   are evicted and requeued.
+3. If anything changed, run one engine cycle and apply its decisions: a
+   bound pod starts its run and schedules its completion at
+   now + work left / throughput factor; an evicted pod's run is cancelled
+   (its completion event becomes stale) and its work restarts, keeping
+   `checkpoint` × the work it did. A cycle that evicted something is
+   followed by another at the same instant, so victims are retried.
+4. Record a sample and report progress.
+
+Gangs: all pods of a gang start in one cycle and run at the speed of the
+slowest member; when a member of a gang that Kueue does not manage is
+preempted, the simulator stops its siblings too (the job restarts as a
+whole, as a real training job would). Kueue workloads are evicted whole by
+the engine already.
+
+The same inputs always give the same result: the heap's tie-break is
+(time, kind, per-simulation sequence), pods are added in job order, and
+the engine is deterministic.
+"""
+
+from __future__ import annotations
+
+import time as wallclock
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from allot.admission.events import Event
+from allot.admission.events import EventKind as AdmissionEventKind
+from allot.admission.state import AdmissionState
+from allot.cluster.invariants import check
+from allot.cluster.state import ClusterState
+from allot.engine.decisions import Admitted, Bound, CycleResult, Evicted, Waiting
+from allot.engine.engine import Engine, EnginePolicy
+from allot.model.core import Node
+from allot.model.errors import Location
+from allot.model.kueue import ClusterQueue
+from allot.model.loader import LoadedObject, Manifests
+from allot.model.resource import ResourceSlice
+from allot.scheduling.profile import DEFAULT_SCHEDULER_NAME, Profile
+from allot.sim.clock import EventQueue
+from allot.sim.events import EventKind, SimEvent
+from allot.sim.inventory import PLUGIN_GPU_RESOURCE, GpuInventory
+from allot.sim.policies import Policy
+from allot.sim.recorder import Recorder
+from allot.sim.records import SimResult
+from allot.sim.topology import ThroughputModel, default_model
+from allot.sim.workload import Job, Workload, make_pods
+
+NODE_DOWN_REASON = "node failed"
+GANG_RESTART_REASON = "a pod of its gang was preempted"
+MAX_CYCLES_PER_INSTANT = 8
+# Work never drops to zero through checkpoints: a restarted pod runs at least this long.
+MIN_WORK = 1.0
+
+Progress = Callable[[float], None]
+
+
+class SimulationError(RuntimeError):
+    """The simulation found the cluster in a state it must never reach (an invariant broke)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEvent:
+    """A node fails at `down` and (unless `up` is None) comes back at `up`."""
+
+    node: str
+    down: float
+    up: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SimOptions:
+    """`horizon`: stop at this time (None: when no event is left). `checkpoint`: the
+    fraction of its work a preempted pod keeps (0: restart from scratch)."""
+
+    horizon: float | None = None
+    checkpoint: float = 0.0
+    check_invariants: bool = False
+    trace: bool = True
+
+
+@dataclass(slots=True)
+class _Run:
+    """A pod's progress across its runs."""
+
+    job: Job
+    work_left: float
+    token: int = 0
+    started: float | None = None
+    factor: float = 1.0
+    workload: str = ""
+
+
+@dataclass
+class _Counters:
+    events: int = 0
+    cycles: int = 0
+    changed: bool = False
+    freed: bool = False
+    errors: list[str] = field(default_factory=list)
+
+
+class Simulation:
+    """One policy over one workload on one cluster; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        manifests: Manifests,
+        workload: Workload,
+        policy: Policy,
+        seed: int = 0,
+        scenario: str = "",
+        options: SimOptions | None = None,
+        node_events: Sequence[NodeEvent] = (),
+        throughput: ThroughputModel | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.workload = workload
+        self.policy = policy
+        self.seed = seed
+        self.scenario = scenario
+        self.options = options or SimOptions()
+        self.node_events = list(node_events)
+        self.throughput = throughput or default_model()
+        self.progress = progress
+        extra = [LoadedObject(o, Location(file="<workload>")) for o in workload.objects]
+        self.manifests = Manifests(entries=[*manifests.entries, *extra], skipped=list(manifests.skipped))
+        self.state = ClusterState.from_manifests(self.manifests)
+        admission = None
+        if policy.queues and self.manifests.of_kind(ClusterQueue):
+            admission = AdmissionState.from_manifests(
+                self.manifests, config=policy.admission_config(self.manifests), journal=self.state.journal
+            )
+        profiles = dict(policy.profiles) if policy.profiles else {DEFAULT_SCHEDULER_NAME: Profile()}
+        self.engine = Engine(
+            self.state,
+            admission=admission,
+            profiles=profiles,
+            policy=EnginePolicy(queues=admission is not None, preemption=policy.preemption),
+            fallback_profile=next(iter(profiles)),
+        )
+        self.inventory = GpuInventory(self.manifests.of_kind(Node), self.manifests.of_kind(ResourceSlice))
+        tenants = workload.tenant_names()
+        namespaces = {t.namespace: t.name for t in workload.tenants.values()}
+        self.recorder = Recorder(self.inventory, tenants, namespaces, trace=self.options.trace)
+        self.queue = EventQueue()
+        self._runs: dict[str, _Run] = {}
+        self._jobs = {job.key: job for job in workload.jobs}
+        self._workload_pods: dict[str, set[str]] = {}
+        self._counters = _Counters()
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def run(self) -> SimResult:
+        began = wallclock.perf_counter()
+        queue = self.queue
+        for job in self.workload.jobs:
+            queue.call_at(job.arrival, EventKind.ARRIVAL, job.key)
+        for failure in self.node_events:
+            queue.call_at(failure.down, EventKind.NODE_DOWN, failure.node)
+            if failure.up is not None:
+                queue.call_at(failure.up, EventKind.NODE_UP, failure.node)
+        horizon = self.options.horizon
+        if horizon is not None:
+            queue.call_at(horizon, EventKind.HORIZON, "")
+        end = 0.0
+        self.recorder.sample(0.0)
+        while len(queue):
+            batch = queue.pop_batch()
+            now = queue.now()
+            end = now
+            if self._handle(batch, now):
+                break
+            if self._counters.changed:
+                self._cycles(now)
+            self.recorder.sample(now)
+            if self.progress is not None:
+                self.progress(now)
+        result = self.recorder.result(
+            scenario=self.scenario,
+            policy=self.policy.name,
+            seed=self.seed,
+            weights=[t.weight for t in self.workload.tenants.values()],
+            end=end,
+            events=self._counters.events,
+            cycles=self._counters.cycles,
+        )
+        result.wall_seconds = wallclock.perf_counter() - began
+        if not self.throughput.available:
+            result.notes.append("topology metrics not installed: alignment not assessed, no slowdown modeled")
+        return result
+
+    def _handle(self, batch: list[SimEvent], now: float) -> bool:
+        """Apply one instant's events; True when the horizon was reached."""
+        counters = self._counters
+        counters.changed = counters.freed = False
+        for event in batch:
+            counters.events += 1
+            if event.kind is EventKind.HORIZON:
+                return True
+            if event.kind is EventKind.ARRIVAL:
+                self._arrive(self._jobs[event.subject], now)
+            elif event.kind is EventKind.COMPLETION:
+                self._complete(event, now)
+            elif event.kind is EventKind.NODE_DOWN:
+                self._node_down(event.subject, now)
+            elif event.kind is EventKind.NODE_UP:
+                self._node_up(event.subject, now)
+        if counters.freed:
+            self.engine.notify(Event(AdmissionEventKind.CAPACITY_FREED, now=now))
+        return False
+
+    def _cycles(self, now: float) -> None:
+        for _ in range(MAX_CYCLES_PER_INSTANT):
+            result = self.engine.cycle(now)
+            self._counters.cycles += 1
+            self._apply(result, now)
+            if self.options.check_invariants:
+                problems = check(self.state)
+                if problems:
+                    raise SimulationError(f"t={now:g}s, policy {self.policy.name}: " + "; ".join(problems))
+            if not result.evicted:
+                return
+
+    # -- events -------------------------------------------------------------------------
+
+    def _arrive(self, job: Job, now: float) -> None:
+        shape = self.workload.shapes[job.shape]
+        tenant = self.workload.tenants[job.tenant]
+        self.recorder.arrived(job, shape, now)
+        for pod in make_pods(job, shape, tenant):
+            self.state.add_pod(pod)
+            self._runs[pod.key] = _Run(job, job.duration)
+        self._counters.changed = True
+
+    def _complete(self, event: SimEvent, now: float) -> None:
+        run = self._runs.get(event.subject)
+        if run is None or run.token != event.token or run.started is None:
+            return  # the run this completion belonged to was cut short
+        pod = event.subject
+        run.started = None
+        self.recorder.released(pod, now, completed=True)
+        self.state.remove_pod(pod)
+        del self._runs[pod]
+        if run.workload:
+            members = self._workload_pods.get(run.workload)
+            if members is not None:
+                members.discard(pod)
+                if not members:
+                    del self._workload_pods[run.workload]
+                    self.engine.workload_finished(run.workload, now)
+        self._counters.changed = self._counters.freed = True
+
+    def _node_down(self, node: str, now: float) -> None:
+        index = self.state.nodes.index.get(node)
+        if index is None:
+            return
+        for info in self.state.pods_on(index):
+            if info.node is not None:
+                for evicted in _evict(self.engine, info.key, NODE_DOWN_REASON, now):
+                    self._stop(evicted.pod, now, NODE_DOWN_REASON, "", {})
+        self.state.set_node_ready(node, False)
+        self.recorder.node_ready(node, False, now)
+        self.engine.notify(Event(AdmissionEventKind.NODES_CHANGED, now=now))
+        self._counters.changed = True
+
+    def _node_up(self, node: str, now: float) -> None:
+        if node not in self.state.nodes.index:
+            return
+        self.state.set_node_ready(node, True)
+        self.recorder.node_ready(node, True, now)
+        self.engine.notify(Event(AdmissionEventKind.NODES_CHANGED, now=now))
+        self._counters.changed = True
+
+    # -- decisions ----------------------------------------------------------------------
+
+    def _apply(self, result: CycleResult, now: float) -> None:
+        """Apply a cycle's decisions in order; pods bound and still bound at the end start running."""
+        starting: dict[str, Bound] = {}
+        for decision in result.decisions:
+            if isinstance(decision, Bound):
+                starting[decision.pod] = decision
+            elif isinstance(decision, Evicted):
+                self._stop(decision.pod, now, decision.reason, decision.preemptor, starting)
+            elif isinstance(decision, Waiting):
+                self.recorder.waiting(decision.pod, decision.reason, now)
+            elif isinstance(decision, Admitted):
+                self.recorder.admitted(decision.workload, decision.cluster_queue, decision.borrowing, now)
+        if starting:
+            self._start(list(starting.values()), now)
+
+    def _start(self, decisions: list[Bound], now: float) -> None:
+        assessed = {d.pod: self.throughput.assess(self.state, d.pod) for d in decisions}
+        # A gang runs at the pace of its slowest member.
+        slowest: dict[str, float] = {}
+        for d in decisions:
+            job = self._runs[d.pod].job
+            if job.gang:
+                slowest[job.key] = min(slowest.get(job.key, 1.0), assessed[d.pod][1])
+        for d in decisions:
+            run = self._runs[d.pod]
+            aligned, factor = assessed[d.pod]
+            if run.job.gang:
+                factor = slowest[run.job.key]
+            run.token += 1
+            run.started = now
+            run.factor = factor
+            run.workload = self.engine.workload_of(d.pod)
+            if run.workload:
+                self._workload_pods.setdefault(run.workload, set()).add(d.pod)
+            plugin_gpus = self.state.pods[d.pod].requests.get(PLUGIN_GPU_RESOURCE, 0)
+            self.recorder.bound(
+                d.pod, d.node, d.allocations, plugin_gpus, now, aligned=aligned, factor=factor
+            )
+            self.queue.call_at(now + run.work_left / factor, EventKind.COMPLETION, d.pod, run.token)
+
+    def _stop(self, pod: str, now: float, reason: str, preemptor: str, starting: dict[str, Bound]) -> None:
+        """A pod was taken off its node: cancel its run, keep the checkpointed work.
+
+        A pod bound earlier in the same cycle (in `starting`) never ran: it is
+        simply not started. A pod of a gang that Kueue does not manage takes
+        its running (or starting) siblings with it.
+        """
+        run = self._runs.get(pod)
+        if run is None:
+            return
+        if starting.pop(pod, None) is None:
+            if run.started is None:
+                return
+            done = (now - run.started) * run.factor
+            run.work_left = max(MIN_WORK, run.work_left - self.options.checkpoint * done)
+            run.started = None
+            run.token += 1
+            self.recorder.preempted(pod, now, reason, preemptor)
+            self._counters.freed = True
+        managed = bool(run.workload) or bool(self.engine.workload_of(pod))
+        if run.workload:
+            members = self._workload_pods.get(run.workload)
+            if members is not None:
+                members.discard(pod)
+                if not members:
+                    del self._workload_pods[run.workload]
+            run.workload = ""
+        if run.job.gang and not managed:
+            for sibling in run.job.pod_names():
+                key = f"{run.job.namespace}/{sibling}"
+                other = self._runs.get(key)
+                if key == pod or other is None:
+                    continue
+                if key in starting or other.started is not None:
+                    self.state.unbind(key)
+                    self._stop(key, now, GANG_RESTART_REASON, preemptor, starting)
+
+
+def _evict(engine: Engine, pod_key: str, reason: str, now: float) -> list[Evicted]:
+    """Take a running pod off its node through the engine, its whole Kueue workload with it.
+
+    The engine has no public eviction call yet; `Engine.evict(pod, reason, now)` is requested.
+    """
+    public = getattr(engine, "evict", None)
+    if public is not None:
+        evicted: list[Evicted] = public(pod_key, reason, now)
+        return evicted
+    return engine._evict_pod(pod_key, reason, "", now)

@@ -40,11 +40,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from msgspec.structs import replace
 
 from allot.cluster.claims import object_uid, pod_uid
+from allot.dra import SliceIndex
 from allot.model.base import ObjectMeta, OwnerReference
 from allot.model.core import Container, Pod, PodResourceClaim, ResourceClaimReference
 from allot.model.presets.gpu_sharing import CORES, HAMI_DEVICE_TYPE, HAMI_DRIVER, MEMORY, MIB
@@ -53,6 +54,7 @@ from allot.model.resource import (
     CapacityRequirements,
     CELDeviceSelector,
     DeviceClaim,
+    DeviceClass,
     DeviceConstraint,
     DeviceRequest,
     DeviceSelector,
@@ -63,8 +65,16 @@ from allot.model.resource import (
     ResourceSlice,
 )
 
-if TYPE_CHECKING:
-    from allot.cluster.state import ClusterState
+
+class DeviceCatalog(Protocol):
+    """What the conversion reads of the cluster (ClusterState is one)."""
+
+    @property
+    def classes(self) -> Mapping[str, DeviceClass]: ...
+
+    @property
+    def slices(self) -> SliceIndex: ...
+
 
 GPU = "nvidia.com/gpu"
 GPU_CORES = "nvidia.com/gpucores"
@@ -273,12 +283,12 @@ def _claim(pod: Pod, name: str, request: DeviceRequest, *, distinct: bool) -> Re
     )
 
 
-def enabled(state: ClusterState) -> bool:
+def enabled(state: DeviceCatalog) -> bool:
     """Whether the cluster has HAMi's DeviceClass, i.e. HAMi-DRA is installed."""
     return HAMI_DRIVER in state.classes
 
 
-def mutate_pod(state: ClusterState, pod: Pod) -> tuple[Pod, list[ResourceClaim]]:
+def mutate_pod(state: DeviceCatalog, pod: Pod) -> tuple[Pod, list[ResourceClaim]]:
     """The state's pod mutator: HAMi-DRA's conversion when HAMi's DeviceClass exists."""
     if not enabled(state):
         return pod, []

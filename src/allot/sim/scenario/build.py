@@ -27,27 +27,17 @@ from typing import Any
 
 import numpy as np
 
-from allot.model.base import Object, ObjectMeta
+from allot.model.base import Object
 from allot.model.core import (
-    Container,
     Node,
-    Pod,
-    PodResourceClaim,
-    PodSpec,
-    ResourceClaimReference,
-    ResourceRequirements,
-    Toleration,
 )
-from allot.model.defaults import apply_defaults
 from allot.model.errors import Location, ManifestErrors
-from allot.model.kueue import PRIORITY_CLASS_LABEL, WorkloadPriorityClass
+from allot.model.kueue import WorkloadPriorityClass
 from allot.model.loader import LoadedObject, Manifests, load_text
-from allot.model.quantity import Quantity
 from allot.model.resource import (
     DeviceClass,
     ResourceClaimSpec,
     ResourceClaimTemplate,
-    ResourceClaimTemplateSpec,
     ResourceSlice,
 )
 from allot.model.scheduling import PriorityClass
@@ -57,14 +47,13 @@ from allot.sim.inventory import PLUGIN_GPU_RESOURCE
 from allot.sim.policies import Policy, PolicyError, builtin
 from allot.sim.scenario import devices as shorthand
 from allot.sim.scenario.arrivals import Poisson, arrival_times
+from allot.sim.scenario.jobs import claim_template, prototype_pod, tenant_of, whole_gpus
 from allot.sim.scenario.kueue import device_mappings, kueue_manifests, requested_resources
 from allot.sim.scenario.reader import Reader
-from allot.sim.scenario.schema import JobTemplate, PolicySpec, Scenario, TenantSpec, TraceSpec
-from allot.sim.workload import Job, PodShape, Tenant, Workload
+from allot.sim.scenario.schema import PolicySpec, Scenario, TraceSpec
+from allot.sim.workload import Job, PodShape, Workload
 
 DEFAULT_COMPARE = ("fifo-priority", "fair")
-DEFAULT_REQUESTS = {"cpu": "1", "memory": "2Gi"}
-CLAIM_ENTRY = "devices"
 
 
 @dataclass
@@ -77,17 +66,6 @@ class Prepared:
     policies: list[Policy]
     seed: int
     horizon: float | None
-
-
-def tenant_of(spec: TenantSpec) -> Tenant:
-    return Tenant(
-        name=spec.name,
-        namespace=spec.namespace,
-        local_queue=spec.local_queue,
-        weight=spec.weight,
-        trust=spec.trust,
-        cluster_queue=spec.cluster_queue,
-    )
 
 
 def _classes(manifests: Manifests) -> dict[str, DeviceClass]:
@@ -104,78 +82,7 @@ def shared_gpu_memory(manifests: Manifests) -> int:
     return best or shorthand.DEFAULT_GPU_MEMORY
 
 
-def whole_gpus(manifests: Manifests) -> int:
-    """GPUs that whole-GPU requests can get: devices of type gpu on the NVIDIA driver, or plugin GPUs."""
-    count = 0
-    for s in manifests.of_kind(ResourceSlice):
-        if s.spec.driver != "gpu.nvidia.com":
-            continue
-        for device in s.spec.devices:
-            kind = device.attributes.get("type")
-            if kind is not None and kind.value == "gpu":
-                count += 1
-    if count:
-        return count
-    return sum(
-        n.status.allocatable[PLUGIN_GPU_RESOURCE].value()
-        for n in manifests.of_kind(Node)
-        if PLUGIN_GPU_RESOURCE in n.status.allocatable
-    )
-
-
 # -- job templates ------------------------------------------------------------------------
-
-
-def _prototype(template: JobTemplate, tenant: Tenant, claim: ResourceClaimSpec | None) -> Pod:
-    requests = {k: Quantity.coerce(v) for k, v in DEFAULT_REQUESTS.items()} if not template.resources else {}
-    requests.update(template.resources)
-    tolerations: tuple[Toleration, ...] = template.tolerations
-    uses_gpu = PLUGIN_GPU_RESOURCE in requests or (
-        claim is not None
-        and any(
-            r.exactly is not None and r.exactly.device_class_name != shorthand.RDMA_CLASS
-            for r in claim.devices.requests
-        )
-    )
-    if uses_gpu and shorthand.GPU_TOLERATION not in tolerations:
-        tolerations = (*tolerations, shorthand.GPU_TOLERATION)
-    labels = {PRIORITY_CLASS_LABEL: template.workload_priority} if template.workload_priority else {}
-    return apply_defaults(
-        Pod(
-            api_version="v1",
-            kind="Pod",
-            metadata=ObjectMeta(namespace=tenant.namespace, labels=labels),
-            spec=PodSpec(
-                containers=(
-                    Container(
-                        name="main",
-                        resources=ResourceRequirements(
-                            requests=requests,
-                            claims=(ResourceClaimReference(name=CLAIM_ENTRY),) if claim is not None else (),
-                        ),
-                    ),
-                ),
-                resource_claims=(
-                    (PodResourceClaim(name=CLAIM_ENTRY, resource_claim_template_name=template.name),)
-                    if claim is not None
-                    else ()
-                ),
-                priority_class_name=template.priority_class or "",
-                tolerations=tolerations,
-                node_selector=dict(template.node_selector),
-                restart_policy="Never",
-            ),
-        )
-    )
-
-
-def _claim_template(name: str, namespace: str, spec: ResourceClaimSpec) -> ResourceClaimTemplate:
-    return ResourceClaimTemplate(
-        api_version="resource.k8s.io/v1",
-        kind="ResourceClaimTemplate",
-        metadata=ObjectMeta(name=name, namespace=namespace),
-        spec=ResourceClaimTemplateSpec(spec=spec),
-    )
 
 
 def template_workload(scenario: Scenario, seed: int, manifests: Manifests, horizon: float | None) -> Workload:
@@ -193,7 +100,7 @@ def template_workload(scenario: Scenario, seed: int, manifests: Manifests, horiz
         if claim is None and template.devices is not None:
             claim = shorthand.claim_spec(template.devices, classes)
         if claim is not None:
-            objects.append(_claim_template(template.name, tenant.namespace, claim))
+            objects.append(claim_template(template.name, tenant.namespace, claim))
         if (
             isinstance(template.arrival, Poisson)
             and template.count is None
@@ -220,7 +127,7 @@ def template_workload(scenario: Scenario, seed: int, manifests: Manifests, horiz
         shapes[template.name] = PodShape(
             name=template.name,
             tenant=tenant.name,
-            prototype=_prototype(template, tenant, claim),
+            prototype=prototype_pod(template, tenant, claim),
             gpus=gpus,
             kind=template.kind
             or shorthand.kind_of(template.devices, template.pods.mean(), bool(template.gang)),

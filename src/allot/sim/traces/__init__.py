@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from allot.model.errors import Location, ManifestError, ManifestErrors
 from allot.model.loader import Manifests
-from allot.sim.scenario.build import whole_gpus
+from allot.sim.scenario.jobs import whole_gpus
 from allot.sim.scenario.schema import Scenario, TraceSpec
 from allot.sim.traces.openb import openb_workload
 from allot.sim.traces.philly import philly_workload

@@ -20,8 +20,8 @@ from allot.model.resource import DeviceClass, ResourceClaimTemplate
 from allot.sim.inventory import PLUGIN_GPU_RESOURCE
 from allot.sim.scenario import devices as shorthand
 from allot.sim.scenario.arrivals import Times
-from allot.sim.scenario.build import _claim_template, _prototype, tenant_of
 from allot.sim.scenario.distributions import Fixed
+from allot.sim.scenario.jobs import claim_template, prototype_pod, tenant_of
 from allot.sim.scenario.schema import DeviceSpec, JobTemplate, Scenario
 from allot.sim.workload import Job, PodShape, Tenant, Workload
 
@@ -93,8 +93,8 @@ class TraceBuilder:
             devices=devices,
         )
         if claim is not None:
-            self.objects.append(_claim_template(name, tenant.namespace, claim))
-        prototype = _prototype(template, tenant, claim)
+            self.objects.append(claim_template(name, tenant.namespace, claim))
+        prototype = prototype_pod(template, tenant, claim)
         self.shapes[name] = PodShape(name, tenant.name, prototype, float(gpus), "gpu" if gpus else "cpu")
         return name
 

@@ -144,3 +144,22 @@ def test_preemption_frees_devices_of_victims() -> None:
     placed = scheduler.schedule("default/high")
     assert isinstance(placed, Placement)
     assert check(state) == []
+
+
+def test_a_victim_in_a_gang_takes_its_whole_gang_with_it() -> None:
+    annotations = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+    state = ClusterState(
+        nodes=[node("n1", cpu="2"), node("n2", cpu="2")],
+        pods=[
+            pod("w0", cpu="2", priority=1, labels=GROUP, annotations=annotations, node_name="n1"),
+            pod("w1", cpu="2", priority=1, labels=GROUP, annotations=annotations, node_name="n2"),
+        ],
+    )
+    state.add_pod(pod("urgent", cpu="2", priority=100))
+    scheduler = Scheduler(state)
+    failure = scheduler.place("default/urgent")
+    assert isinstance(failure, Unschedulable)
+    choice = Preemptor(scheduler).preempt("default/urgent", failure)
+    assert choice is not None and choice.node == "n1"
+    # Only w0 is in the way, but a gang is never left partly running.
+    assert choice.victims == ("default/w0", "default/w1")

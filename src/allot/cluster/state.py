@@ -259,6 +259,7 @@ class ClusterState:
         node_pods = self.nodes.infos[index].pods
         node_pods.add(info.key)
         info.node = index
+        previous_start = info.started
         self._binds += 1
         info.started = self._binds
         key = info.key
@@ -268,6 +269,9 @@ class ClusterState:
             self._notify_pod(info, -1)
             node_pods.discard(key)
             info.node = None
+            # A tried-and-undone bind must not make the pod look recently started (preemption order).
+            info.started = previous_start
+            self._binds -= 1
 
         self.journal.record(undo)
 

@@ -55,12 +55,20 @@ def _declared(info: PodInfo, annotation: str) -> int | None:
     return value if value > 0 else None
 
 
+def _group_name(info: PodInfo) -> str | None:
+    labels = info.pod.metadata.labels
+    return labels.get(POD_GROUP_NAME_LABEL) or labels.get(COSCHEDULING_LABEL)
+
+
+def is_gang_member(info: PodInfo) -> bool:
+    return bool(_group_name(info))
+
+
 def gangs(pods: Iterable[PodInfo]) -> dict[str, Gang]:
     """Gangs of the given pods, by the key `namespace/group`; pods outside any group are absent."""
     groups: dict[str, list[PodInfo]] = defaultdict(list)
     for info in pods:
-        labels = info.pod.metadata.labels
-        name = labels.get(POD_GROUP_NAME_LABEL) or labels.get(COSCHEDULING_LABEL)
+        name = _group_name(info)
         if name:
             groups[f"{info.pod.namespace}/{name}"].append(info)
     result: dict[str, Gang] = {}

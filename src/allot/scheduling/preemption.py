@@ -23,7 +23,7 @@ shortage as unresolvable), nodes short of devices are candidates too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +31,7 @@ import numpy as np
 from allot.cluster.state import ClusterState, PodInfo
 from allot.model.resource import AllocationResult
 from allot.scheduling.disruption import allowances, matches
-from allot.scheduling.gang import gangs
+from allot.scheduling.gang import gangs, is_gang_member
 from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
 from allot.scheduling.status import Code
 
@@ -78,7 +78,11 @@ class Preemptor:
         self.state.bind(info.key, self.state.nodes.infos[index].name, missing)
 
     def _victims_on(
-        self, pod: PodInfo, index: int, budgets: dict[str, int], gang_of: dict[str, tuple[str, ...]]
+        self,
+        pod: PodInfo,
+        index: int,
+        budgets: dict[str, int],
+        gang_of: Callable[[], Mapping[str, tuple[str, ...]]],
     ) -> Candidate | None:
         state = self.state
         lower = sorted(
@@ -117,7 +121,8 @@ class Preemptor:
             return None
         expanded = {v.key for v in victims}
         for victim in victims:
-            expanded.update(k for k in gang_of.get(victim.key, ()) if state.pods[k].bound)
+            if is_gang_member(victim):
+                expanded.update(k for k in gang_of().get(victim.key, ()) if state.pods[k].bound)
         victims = [state.pods[k] for k in sorted(expanded)]
         top = max(v.priority for v in victims)
         latest_top_start = max(v.started for v in victims if v.priority == top)
@@ -141,7 +146,16 @@ class Preemptor:
             return None
         limit = max(len(index_of) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE)
         budgets = allowances(state)
-        gang_of = {k: g.members for g in gangs(state.pods.values()).values() for k in g.members}
+        gang_index: dict[str, tuple[str, ...]] | None = None
+
+        def gang_of() -> Mapping[str, tuple[str, ...]]:
+            # Built on first need: most victims belong to no gang, and the scan covers every bound pod.
+            nonlocal gang_index
+            if gang_index is None:
+                bound = (p for p in state.pods.values() if p.bound)
+                gang_index = {k: g.members for g in gangs(bound).values() for k in g.members}
+            return gang_index
+
         best: Candidate | None = None
         found = 0
         for index in sorted(resolvable):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from allot.cluster.state import ClusterState
 from allot.scheduling.plugins.dynamic_resources import DynamicResources
+from allot.scheduling.profile import Profile
 from allot.scheduling.topology.places import place_of
 from builders import GPU_DRIVER, claim_spec, claim_template, device_class, gpu_slice, node, pod
 
@@ -63,6 +66,26 @@ def test_unconstrained_pairs_are_aligned_only_with_preferred_alignment() -> None
         assert all(schedule_all(state, profile, names).values())
         results[label] = sum(aligned(state, n) for n in names)
     assert results == {"upstream": 1, "allot": 8}
+
+
+def test_gpu_sharing_profile_keeps_preferred_alignment_for_whole_gpus() -> None:
+    # GpuPlacement takes DynamicResources' place; pods it has no shared GPU to pick for
+    # (whole GPUs with NICs) must still get aligned devices, with isolation on.
+    base = Profile()
+    filters = tuple("GpuPlacement" if f == "DynamicResources" else f for f in base.filters)
+    sharing = dataclasses.replace(
+        base,
+        filters=(*filters, "GpuIsolation"),
+        score_weights={
+            **{k: v for k, v in base.score_weights.items() if k != "DynamicResources"},
+            "GpuPlacement": 10,
+        },
+        plugin_args={"GpuPlacement": {"policy": "FGD"}},
+    )
+    names = [f"p{i}" for i in range(8)]
+    state = cluster(templates=[GPU_NIC], pods=[claim_pod(n, "gpu-nic") for n in names])
+    assert all(schedule_all(state, sharing, names).values())
+    assert all(aligned(state, n) for n in names)
 
 
 def test_upstream_order_strands_a_constrained_pod_that_allot_places() -> None:

@@ -13,7 +13,7 @@ from allot.dra.allocator import INVALID_POOLS, Allocation, Allocator, NoAllocati
 from allot.dra.diagnosis import Diagnosis, RequestDiagnosis
 from allot.dra.errors import AllocationError
 from allot.dra.features import Features
-from allot.dra.ids import DeviceId, parse_device_id
+from allot.dra.ids import DeviceId, EitherFilter, parse_device_id
 from allot.dra.pools import NodePools, SliceIndex
 from allot.dra.results import ShareIdFactory, default_share_id
 from allot.dra.scoring import Candidate, PickedDevice, Scorer
@@ -28,6 +28,7 @@ __all__ = [
     "Candidate",
     "DeviceId",
     "Diagnosis",
+    "EitherFilter",
     "Features",
     "NoAllocation",
     "NodePools",

@@ -7,6 +7,7 @@ that to split the text form unambiguously.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import NamedTuple
 
 
@@ -33,3 +34,16 @@ def parse_device_id(text: str) -> DeviceId:
 def claim_key(namespace: str, name: str) -> str:
     """How upstream names a claim in messages (klog.KObj): `namespace/name`, or `name` without namespace."""
     return f"{namespace}/{name}" if namespace else name
+
+
+class EitherFilter:
+    """Two device filters (`exclude=` arguments) as one: a device is excluded if either excludes it."""
+
+    __slots__ = ("first", "second")
+
+    def __init__(self, first: Container[DeviceId] | None, second: Container[DeviceId]) -> None:
+        self.first = first
+        self.second = second
+
+    def __contains__(self, device: object) -> bool:
+        return device in self.second or (self.first is not None and device in self.first)

@@ -33,14 +33,14 @@ preemption should make room.
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from allot.cluster.resources import CPU, MEMORY
-from allot.dra import AllocatedState, Allocation, Allocator, Candidate, DeviceId, NoAllocation
+from allot.dra import AllocatedState, Allocation, Allocator, Candidate, DeviceId, EitherFilter, NoAllocation
 from allot.model.core import Node
 from allot.model.resource import ResourceClaim
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
@@ -51,6 +51,7 @@ from allot.scheduling.sharing.isolation import Exclusion, allowed_mask, exclusio
 from allot.scheduling.sharing.policies import Context, PodView, Policy, build_policy
 from allot.scheduling.sharing.table import MILLI, SharedGpuTable, table_for
 from allot.scheduling.status import Code, Status, error, unschedulable
+from allot.scheduling.topology.choice import AlignedChoice
 
 NAME = "GpuPlacement"
 NO_ROOM = "insufficient shared GPU capacity"
@@ -77,24 +78,12 @@ class _Prefer:
         return float(sum(self.rank.get(p.device_id, 0) for p in candidate.devices()))
 
 
-class _Both:
-    """Two device filters as one."""
-
-    __slots__ = ("first", "second")
-
-    def __init__(self, first: Container[DeviceId] | None, second: Container[DeviceId]) -> None:
-        self.first = first
-        self.second = second
-
-    def __contains__(self, device: object) -> bool:
-        return device in self.second or (self.first is not None and device in self.first)
-
-
 class _PolicyChoice:
     """DynamicResources' device chooser: the policy's GPUs on the node the pod goes to."""
 
     def __init__(self, plugin: GpuPlacement) -> None:
         self.plugin = plugin
+        self.aligned = AlignedChoice()
         # The cycle and node being reserved; set by GpuPlacement.reserve around the call.
         self.current: tuple[Cycle, int] | None = None
 
@@ -111,10 +100,11 @@ class _PolicyChoice:
         excluded: Exclusion | None = exclusion(cycle)
         wanted = self.plugin.wanted(cycle, index)
         if not wanted:
-            return allocator.allocate(node, claims, allocated, exclude=excluded)
+            # Nothing shared for the policy to pick (whole GPUs, NICs): prefer aligned devices.
+            return self.aligned(allocator, node, claims, allocated, exclude=excluded)
         table = self.plugin.table(cycle)
         others = {d.info.id for d in table.devices[index]} - set(wanted)
-        outcome = allocator.allocate(node, claims, allocated, exclude=_Both(excluded, others))
+        outcome = allocator.allocate(node, claims, allocated, exclude=EitherFilter(excluded, others))
         if isinstance(outcome, Allocation):
             return outcome
         return allocator.allocate(node, claims, allocated, scorer=_Prefer(wanted), exclude=excluded)

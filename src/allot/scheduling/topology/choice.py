@@ -24,7 +24,7 @@ at upstream's cost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Protocol
 
 from allot.dra import (
@@ -33,6 +33,8 @@ from allot.dra import (
     AllocationError,
     Allocator,
     Candidate,
+    DeviceId,
+    EitherFilter,
     NoAllocation,
     NodePools,
 )
@@ -103,9 +105,12 @@ class AlignedChoice:
         node: Node | None,
         claims: Sequence[ResourceClaim],
         allocated: AllocatedState,
+        *,
+        exclude: Container[DeviceId] | None = None,
     ) -> Allocation | NoAllocation:
+        """`exclude`: a device filter the caller applies (GPU-sharing isolation), honoured by every search."""
         if not self._topology(allocator, node):
-            return allocator.allocate(node, claims, allocated)
+            return allocator.allocate(node, claims, allocated, exclude=exclude)
         view = try_view(self.builder(allocator), node, claims, allocated)
         chosen: tuple[float, Allocation] | None = None
         perfect = False
@@ -114,7 +119,7 @@ class AlignedChoice:
             for proposal in plan(view):
                 try:
                     outcome = allocator.allocate(
-                        node, claims, allocated, exclude=candidates - proposal.devices
+                        node, claims, allocated, exclude=EitherFilter(exclude, candidates - proposal.devices)
                     )
                 except AllocationError:
                     # A selector error on a device upstream's order might never reach:
@@ -128,7 +133,7 @@ class AlignedChoice:
             return chosen[1]
         # Short of perfect: the bounded enumeration starts with upstream's own answer, so the
         # better of the two is never worse aligned than upstream.
-        searched = allocator.allocate(node, claims, allocated, scorer=AlignmentScorer(view))
+        searched = allocator.allocate(node, claims, allocated, scorer=AlignmentScorer(view), exclude=exclude)
         if chosen is None or not isinstance(searched, Allocation):
             return searched if chosen is None else chosen[1]
         return searched if (searched.score or 0.0) > chosen[0] else chosen[1]

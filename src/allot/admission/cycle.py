@@ -19,23 +19,41 @@ Only queues touched since the last step are re-examined, and only cohort
 trees whose heads or usage changed replay their tournament, so a step costs
 O(changed queues), not O(all pending).
 
-This module is the cycle half of `AdmissionState` and reads its internals;
+This module is the cycle half of `CycleHost` and reads its internals;
 it changes the state only through the state's own parking method.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
+from allot.admission.entry import QueueEntry
 from allot.admission.events import ParkReason
 from allot.admission.flavors import Assignment, Mode
 from allot.admission.ordering import entry_key
+from allot.admission.queues import PendingQueue
 from allot.admission.tournament import Nominee, run_tournament
+from allot.admission.view import AdmissionView
 from allot.admission.workload import Workload
 
-if TYPE_CHECKING:
-    from allot.admission.state import AdmissionState
+
+class CycleHost(AdmissionView, Protocol):
+    """What a cycle reads and changes of the admission state (AdmissionState is one)."""
+
+    _touched: set[str]
+
+    @property
+    def queues(self) -> Mapping[str, PendingQueue]: ...
+    @property
+    def _root_of(self) -> Mapping[str, str]: ...
+    @property
+    def _inadmissible(self) -> Mapping[str, dict[tuple[object, ...], ParkReason]]: ...
+
+    def _score(self, local_queue: str) -> float: ...
+    def _park_entry(self, entry: QueueEntry, reason: ParkReason) -> None: ...
+    def _assignment(self, entry: QueueEntry) -> Assignment: ...
+
 
 PENDING = "Pending"
 
@@ -48,7 +66,7 @@ class Candidate(NamedTuple):
     nomination: Assignment
 
 
-def run_cycle(state: AdmissionState) -> Iterator[Candidate]:
+def run_cycle(state: CycleHost) -> Iterator[Candidate]:
     cycle = _Cycle(state)
     state._touched.update(state.queues)
     while True:
@@ -69,7 +87,7 @@ def run_cycle(state: AdmissionState) -> Iterator[Candidate]:
 
 
 class _Cycle:
-    def __init__(self, state: AdmissionState) -> None:
+    def __init__(self, state: CycleHost) -> None:
         self.state = state
         self.done: set[str] = set()
         self.heads: dict[str, str] = {}

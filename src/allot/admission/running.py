@@ -12,16 +12,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from allot.admission.entry import QueueEntry
 from allot.admission.errors import AdmissionError
 from allot.admission.flavors import Assignment, FlavorChoice, Mode, PodSetAssignment
-from allot.admission.resources import PODS, Usage
+from allot.admission.resources import PODS, FlavorResource, Usage
+from allot.admission.view import AdmissionView
 from allot.admission.workload import Workload
 from allot.model.kueue import ResourceFlavor
 
-if TYPE_CHECKING:
-    from allot.admission.state import AdmissionState
+
+class RunningHost(AdmissionView, Protocol):
+    """What restoring a running workload needs of the admission state (AdmissionState is one)."""
+
+    @property
+    def flavors(self) -> Mapping[str, ResourceFlavor]: ...
+
+    def submit(self, workload: Workload, now: float | None = None) -> None: ...
+    def _record_admission(
+        self, entry: QueueEntry, usage: Mapping[FlavorResource, int], now: float
+    ) -> None: ...
 
 
 def running_flavor(
@@ -37,7 +48,7 @@ def running_flavor(
 
 
 def restore_running(
-    state: AdmissionState, workload: Workload, now: float, *, node_labels: Mapping[str, str] | None = None
+    state: RunningHost, workload: Workload, now: float, *, node_labels: Mapping[str, str] | None = None
 ) -> Assignment:
     """Record `workload` as admitted (see module docs); raises AdmissionError if it has no queue."""
     state.submit(workload, now)

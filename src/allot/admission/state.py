@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from allot.admission.afs import AdmissionFairSharing
 from allot.admission.config import EVICTION_TIMESTAMP, AdmissionConfig
 from allot.admission.cycle import PENDING, Candidate, run_cycle
+from allot.admission.entry import QueueEntry
 from allot.admission.errors import AdmissionError
 from allot.admission.events import Event, EventKind, ParkKind, ParkReason
 from allot.admission.fair_sharing import ShareCalculator
@@ -58,7 +58,7 @@ from allot.admission.running import restore_running
 from allot.admission.status import AdmissionStatus, admission_status
 from allot.admission.targets import Preemptor, Target, World
 from allot.admission.tree import Node, available
-from allot.admission.workload import Workload, WorkloadBuilder, equivalence_shape
+from allot.admission.workload import Workload, WorkloadBuilder
 from allot.cluster.journal import Journal
 from allot.model.core import Namespace, Pod
 from allot.model.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, WorkloadPriorityClass
@@ -80,27 +80,6 @@ _QUOTA_EVENTS = (
     EventKind.WORKLOAD_REMOVED,
     EventKind.QUOTA_CHANGED,
 )
-
-
-@dataclass(slots=True)
-class _Entry:
-    workload: Workload
-    cluster_queue: str | None
-    local_queue: str
-    state: str
-    order_time: float
-    requeues: int = 0
-    flavors: frozenset[str] = frozenset()
-    waiting: ParkReason | None = None
-    evicted: str = ""
-    deactivated: bool = False
-    shape: tuple[object, ...] | None = None
-
-    def equivalence(self) -> tuple[object, ...]:
-        """Kueue's scheduling equivalence hash: priority and pod-set shapes."""
-        if self.shape is None:
-            self.shape = equivalence_shape(self.workload)
-        return self.shape
 
 
 class AdmissionState:
@@ -142,7 +121,7 @@ class AdmissionState:
             for name, policy in sorted(self.policies.items())
         }
         self.admitted: dict[str, dict[str, Admitted]] = {name: {} for name in self.policies}
-        self.entries: dict[str, _Entry] = {}
+        self.entries: dict[str, QueueEntry] = {}
         self.builder: WorkloadBuilder | None = None
         self._touched: set[str] = set(self.queues)
         self._assign_cache: dict[str, tuple[int, Workload, Assignment]] = {}
@@ -270,7 +249,7 @@ class AdmissionState:
             waiting = ParkReason.waiting(workload.incomplete)
         elif cq is not None:
             waiting = self._queue_problem(workload, cq)
-        entry = _Entry(
+        entry = QueueEntry(
             workload=workload,
             cluster_queue=cq,
             local_queue=workload.local_queue,
@@ -295,7 +274,7 @@ class AdmissionState:
             )
         return None
 
-    def _enqueue(self, entry: _Entry) -> None:
+    def _enqueue(self, entry: QueueEntry) -> None:
         assert entry.cluster_queue is not None
         w = entry.workload
         self.queues[entry.cluster_queue].push(
@@ -303,7 +282,7 @@ class AdmissionState:
         )
         self._touched.add(entry.cluster_queue)
 
-    def _drop_pending(self, entry: _Entry) -> None:
+    def _drop_pending(self, entry: QueueEntry) -> None:
         if entry.cluster_queue is not None:
             self.queues[entry.cluster_queue].remove(entry.workload.key)
             self._touched.add(entry.cluster_queue)
@@ -353,10 +332,10 @@ class AdmissionState:
             cq, problem = self.cluster_queue_of(workload)
             if cq is None:
                 return no_fit("", problem or "")
-            entry = _Entry(workload, cq, workload.local_queue, PENDING, workload.created)
+            entry = QueueEntry(workload, cq, workload.local_queue, PENDING, workload.created)
         return self._assignment(entry)
 
-    def _assignment(self, entry: _Entry) -> Assignment:
+    def _assignment(self, entry: QueueEntry) -> Assignment:
         cq = entry.cluster_queue
         if cq is None:
             return no_fit("", entry.waiting.message if entry.waiting else "no ClusterQueue")
@@ -440,7 +419,7 @@ class AdmissionState:
                 )
         self._record_admission(entry, assignment.usage, now)
 
-    def _record_admission(self, entry: _Entry, usage: Mapping[FlavorResource, int], now: float) -> None:
+    def _record_admission(self, entry: QueueEntry, usage: Mapping[FlavorResource, int], now: float) -> None:
         """Charge quota and move the workload from its queue to the admitted set (journaled)."""
         cq = entry.cluster_queue
         assert cq is not None
@@ -470,7 +449,7 @@ class AdmissionState:
         """Record a workload that is already running, even past its quota (see `allot.admission.running`)."""
         return restore_running(self, workload, now, node_labels=node_labels)
 
-    def _release(self, entry: _Entry, now: float) -> None:
+    def _release(self, entry: QueueEntry, now: float) -> None:
         cq = entry.cluster_queue
         assert cq is not None
         record = self.admitted[cq][entry.workload.key]
@@ -552,7 +531,7 @@ class AdmissionState:
             return
         self._park_entry(entry, reason)
 
-    def _park_entry(self, entry: _Entry, reason: ParkReason) -> None:
+    def _park_entry(self, entry: QueueEntry, reason: ParkReason) -> None:
         cq = entry.cluster_queue
         assert cq is not None
         queue = self.queues[cq]

@@ -1,6 +1,6 @@
 """What Kueue would report in ClusterQueue, LocalQueue and Cohort status.
 
-`admission_status(state)` reads an `AdmissionState` and returns plain values:
+`admission_status(state)` reads an `StatusSource` and returns plain values:
 per ClusterQueue the reservation per flavor and resource (`total`, and
 `borrowed` = usage above nominal), pending / reserving / admitted counts and
 `fairSharing.weightedShare`; per LocalQueue its counts, usage per flavor and
@@ -17,10 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from allot.admission.afs import AdmissionFairSharing
+from allot.admission.ordering import Admitted
 from allot.admission.resources import CPU, MEMORY, format_amount
-from allot.model.kueue import AdmissionFairSharingStatus
+from allot.admission.view import AdmissionView
+from allot.model.kueue import AdmissionFairSharingStatus, LocalQueue
 from allot.model.kueue import ClusterQueueStatus as ClusterQueueStatusRecord
 from allot.model.kueue import FairSharingStatus as FairSharingRecord
 from allot.model.kueue import FlavorUsage as FlavorUsageRecord
@@ -28,8 +31,16 @@ from allot.model.kueue import LocalQueueStatus as LocalQueueStatusRecord
 from allot.model.kueue import ResourceUsage as ResourceUsageRecord
 from allot.model.quantity import Quantity
 
-if TYPE_CHECKING:
-    from allot.admission.state import AdmissionState
+
+class StatusSource(AdmissionView, Protocol):
+    """What the status report reads of the admission state (AdmissionState is one)."""
+
+    @property
+    def admitted(self) -> Mapping[str, Mapping[str, Admitted]]: ...
+    @property
+    def afs(self) -> AdmissionFairSharing | None: ...
+    @property
+    def local_queues(self) -> Mapping[str, LocalQueue]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +105,7 @@ class AdmissionStatus:
         raise KeyError(key)
 
 
-def admission_status(state: AdmissionState) -> AdmissionStatus:
+def admission_status(state: StatusSource) -> AdmissionStatus:
     fair = state.config.fair_sharing
     pending_by_lq: dict[str, int] = {}
     admitted_by_lq: dict[str, int] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from allot.cluster.state import ClusterState
 from allot.engine.decisions import Bound, Evicted, Waiting
 from allot.engine.engine import Engine, EnginePolicy
+from allot.model.core import Taint
 from builders import node, pod
 
 
@@ -106,3 +107,44 @@ def test_rolled_back_preemption_attempts_do_not_wake_waiting_pods() -> None:
         state.unbind("default/low")
         assert state.releases == before + 1
     assert state.releases == before and state.pods["default/low"].bound
+
+
+def _reason(state: ClusterState, pod_key: str) -> str:
+    result = Engine(state).cycle()
+    return {d.pod: d.reason for d in result.waiting}[pod_key]
+
+
+def test_waiting_reason_carries_kube_schedulers_preemption_account() -> None:
+    taint = Taint(key="node-role.kubernetes.io/control-plane", effect="NoSchedule")
+    state = ClusterState(
+        nodes=[node("small", cpu="2"), node("tainted", cpu="8", taints=[taint])],
+        pods=[pod("big", cpu="4")],
+    )
+    assert _reason(state, "default/big") == (
+        "0/2 nodes are available: 1 Insufficient cpu, "
+        "1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }. "
+        "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+        "1 Preemption is not helpful for scheduling."
+    )
+
+
+def test_preemption_that_would_not_help_reports_the_filters_reason() -> None:
+    # Removing the low-priority pod frees 1 of the 4 CPUs the pod asks for on a 2-CPU node.
+    state = ClusterState(
+        nodes=[node("n1", cpu="2")],
+        pods=[pod("low", cpu="1", priority=1, node_name="n1"), pod("big", cpu="4", priority=9)],
+    )
+    assert _reason(state, "default/big").endswith(" preemption: 0/1 nodes are available: 1 Insufficient cpu.")
+
+
+def test_pods_that_never_preempt_say_so() -> None:
+    state = ClusterState(
+        nodes=[node("n1", cpu="2")],
+        pods=[
+            pod("low", cpu="2", priority=1, node_name="n1"),
+            pod("p", cpu="2", priority=9, preemption_policy="Never"),
+        ],
+    )
+    assert _reason(state, "default/p") == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+    )

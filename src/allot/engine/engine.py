@@ -271,9 +271,11 @@ class Engine:
         outcome = self.scheduler.schedule(pod_key, allowed=allowed, allowed_reason=allowed_reason)
         if isinstance(outcome, Placement) or not self.policy.preemption:
             return outcome, []
-        choice = self.preemptor.preempt(pod_key, outcome)
+        attempt = self.preemptor.attempt(pod_key, outcome)
+        choice = attempt.candidate
         if choice is None:
-            return outcome, []
+            diagnosis = dataclasses.replace(outcome.diagnosis, preemption=attempt.message)
+            return dataclasses.replace(outcome, diagnosis=diagnosis), []
         evicted: list[Evicted] = []
         with self.state.journal.transaction() as tx:
             for victim in choice.victims:

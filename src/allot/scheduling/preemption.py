@@ -23,6 +23,7 @@ shortage as unresolvable), nodes short of devices are candidates too.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -33,8 +34,12 @@ from allot.model.resource import AllocationResult
 from allot.scheduling.disruption import allowances, matches
 from allot.scheduling.gang import gangs, is_gang_member
 from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
-from allot.scheduling.status import Code
+from allot.scheduling.status import Code, Status
 
+PREEMPTION = "preemption"
+# kube-scheduler's words for nodes where preemption cannot help, and nodes with nothing to preempt.
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
 MIN_CANDIDATE_NODES_ABSOLUTE = 100
 
@@ -45,6 +50,14 @@ class Candidate:
     victims: tuple[str, ...]
     violations: int
     key: tuple[int, int, int, int, int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """A preemption attempt: the chosen candidate, or why there is none (kube-scheduler's message)."""
+
+    candidate: Candidate | None
+    message: str
 
 
 def _importance(info: PodInfo) -> tuple[int, int]:
@@ -60,9 +73,20 @@ class Preemptor:
         self.state: ClusterState = scheduler.state
 
     def _fits_on(self, pod_key: str, index: int) -> bool:
+        return self._failure_on(pod_key, index) is None
+
+    def _failure_on(self, pod_key: str, index: int) -> Status | None:
+        """Why the pod does not fit on node `index` as things are now; None when it fits."""
         mask = np.zeros(self.state.nodes.size, dtype=np.bool_)
         mask[index] = True
-        return isinstance(self.scheduler.place(pod_key, allowed=mask), Placement)
+        outcome = self.scheduler.place(pod_key, allowed=mask)
+        if isinstance(outcome, Placement):
+            return None
+        diagnosis = outcome.diagnosis
+        if diagnosis.pre_filter is not None:
+            return diagnosis.pre_filter
+        name = self.state.nodes.infos[index].name
+        return diagnosis.node_statuses.get(name, Status(Code.UNSCHEDULABLE, (NOT_HELPFUL,)))
 
     def _captured(self, info: PodInfo) -> dict[str, AllocationResult]:
         claims = self.state.claims
@@ -83,20 +107,22 @@ class Preemptor:
         index: int,
         budgets: dict[str, int],
         gang_of: Callable[[], Mapping[str, tuple[str, ...]]],
-    ) -> Candidate | None:
+    ) -> Candidate | tuple[str, ...]:
+        """The candidate on node `index`, or the reasons it is none (as kube-scheduler reports them)."""
         state = self.state
         lower = sorted(
             (p for p in state.pods_on(index) if p.priority < pod.priority),
             key=lambda p: (*_importance(p), p.key),
         )
         if not lower:
-            return None
+            return (NO_VICTIMS,)
         with state.journal.transaction():
             captured = {p.key: self._captured(p) for p in lower}
             for victim in lower:
                 state.unbind(victim.key)
-            if not self._fits_on(pod.key, index):
-                return None
+            failure = self._failure_on(pod.key, index)
+            if failure is not None:
+                return failure.reasons or (NOT_HELPFUL,)
             remaining = dict(budgets)
             violating, safe = [], []
             for victim in lower:
@@ -118,7 +144,7 @@ class Preemptor:
                 victims.append(victim)
                 violations += int(violates)
         if not victims:
-            return None
+            return (NO_VICTIMS,)
         expanded = {v.key for v in victims}
         for victim in victims:
             if is_gang_member(victim):
@@ -132,18 +158,25 @@ class Preemptor:
 
     def preempt(self, pod_key: str, failure: Unschedulable) -> Candidate | None:
         """The best preemption for a pod that fit nowhere, or None; changes nothing."""
+        return self.attempt(pod_key, failure).candidate
+
+    def attempt(self, pod_key: str, failure: Unschedulable) -> Attempt:
+        """Like `preempt`; when there is no candidate, also kube-scheduler's account of why."""
         state = self.state
         pod = state.pods[pod_key]
         if pod.pod.spec.preemption_policy == "Never":
-            return None
+            return Attempt(None, f"{PREEMPTION}: not eligible due to preemptionPolicy=Never.")
         index_of = state.nodes.index
+        diagnosis = failure.diagnosis
         resolvable = [
             index_of[name]
-            for name, status in failure.diagnosis.node_statuses.items()
+            for name, status in diagnosis.node_statuses.items()
             if status.code == Code.UNSCHEDULABLE and name in index_of
         ]
-        if failure.diagnosis.pre_filter is not None or not resolvable:
-            return None
+        # Nodes rejected for reasons preemption cannot change, until a dry run says otherwise.
+        reasons: dict[str, tuple[str, ...]] = {info.name: (NOT_HELPFUL,) for info in state.nodes.infos}
+        if diagnosis.pre_filter is not None or not resolvable:
+            return Attempt(None, _summary(diagnosis.total_nodes, reasons))
         limit = max(len(index_of) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE)
         budgets = allowances(state)
         gang_index: dict[str, tuple[str, ...]] | None = None
@@ -160,11 +193,21 @@ class Preemptor:
         found = 0
         for index in sorted(resolvable):
             candidate = self._victims_on(pod, index, budgets, gang_of)
-            if candidate is None:
+            if isinstance(candidate, tuple):
+                reasons[state.nodes.infos[index].name] = candidate
                 continue
             found += 1
             if best is None or candidate.key < best.key:
                 best = candidate
             if found >= limit:
                 break
-        return best
+        if best is not None:
+            return Attempt(best, "")
+        return Attempt(None, _summary(diagnosis.total_nodes, reasons))
+
+
+def _summary(total: int, reasons: Mapping[str, tuple[str, ...]]) -> str:
+    """kube-scheduler's post-filter message, "preemption: 0/N nodes are available: ...", reasons sorted."""
+    counts = Counter(reason for node_reasons in reasons.values() for reason in dict.fromkeys(node_reasons))
+    parts = sorted(f"{count} {reason}" for reason, count in counts.items())
+    return f"{PREEMPTION}: 0/{total} nodes are available: {', '.join(parts)}."

@@ -20,7 +20,8 @@ def test_a_small_run_writes_table_runs_and_plots(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     for name in ("runs.csv", "table.csv", "table.md", "unallocated_default.png", "bars_default.png"):
         assert (out / name).stat().st_size > 0, name
-    assert "Unallocated GPU %" in result.output and "4.77" in result.output  # the paper's FGD figure
+    # 40 pods never reach 100 % arrived: the table says where the runs got to, with no paper to compare.
+    assert "Unallocated GPU % at 0 % arrived" in result.output and "4.77" not in result.output
     with (out / "table.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert {(r["trace"], r["policy"], r["seeds"]) for r in rows} == {
@@ -32,6 +33,11 @@ def test_a_small_run_writes_table_runs_and_plots(tmp_path: Path) -> None:
     # Runs already in the directory are not repeated.
     again = CliRunner().invoke(experiment, [*args, "--out", str(out), "--no-plots"])
     assert again.exit_code == 0 and "0 run(s) done" in again.output
+    # ... but a quick look is no stand-in for a longer run: those are run again.
+    longer = [*args[:-1], "60", "--out", str(out), "--no-plots"]
+    redone = CliRunner().invoke(experiment, longer)
+    assert redone.exit_code == 0 and "4 run(s) done" in redone.output
+    assert all(r.pods == 60 for r in read_runs(out / "runs.csv"))
 
 
 def test_bad_arguments_are_reported_not_raised(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from allot.sim.experiments.fragmentation import (
     TRACES,
     Row,
     RunResult,
+    planned_pods,
     run_all,
     specs,
     summarise,
@@ -64,8 +65,8 @@ def _traces(values: tuple[str, ...]) -> list[str]:
     return chosen
 
 
-def _table(rows: list[Row]) -> Table:
-    table = Table(title="Unallocated GPU % at 100 % arrived load (mean ± sd over seeds)")
+def _table(rows: list[Row], percent: int = 100) -> Table:
+    table = Table(title=f"Unallocated GPU % at {percent} % arrived load (mean ± sd over seeds)")
     for column in ("trace", "policy", "seeds", "allot", "paper", "gap"):
         table.add_column(column, justify="left" if column in ("trace", "policy") else "right")
     for row in rows:
@@ -136,7 +137,13 @@ def fragmentation(
         raise click.ClickException(f"{runs_file}: not a runs file written by allot ({err})") from None
     done = {(r.trace, r.policy, r.seed): r for r in existing}
     wanted = list(specs(chosen_traces, chosen_policies, chosen_seeds, pods))
-    todo = [s for s in wanted if (s.trace, s.policy, s.seed) not in done]
+    # A stored run counts only if it placed as many pods as asked now (a --pods look is no whole run).
+    todo = [
+        s
+        for s in wanted
+        if (s.trace, s.policy, s.seed) not in done
+        or done[(s.trace, s.policy, s.seed)].pods != planned_pods(s)
+    ]
     columns = (
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -158,9 +165,12 @@ def fragmentation(
         run_all(todo, jobs=jobs, done=finished)
     results = list(done.values())
     keys = {(s.trace, s.policy, s.seed) for s in wanted}
-    rows = summarise([r for r in results if (r.trace, r.policy, r.seed) in keys])
+    selected = [r for r in results if (r.trace, r.policy, r.seed) in keys]
+    # Runs cut short by --pods may end before 100 % arrived: report where all of them got to.
+    percent = min([100, *(r.reached for r in selected)])
+    rows = summarise(selected, percent)
     written = write_all(results, rows, out, plots=not no_plots)
-    console.print(_table(rows))
+    console.print(_table(rows, percent))
     console.print(
         f"{len(todo)} run(s) done, {len(results)} in {runs_file}; wrote {len(written)} file(s) to {out}/"
     )

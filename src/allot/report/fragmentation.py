@@ -112,7 +112,7 @@ def markdown(rows: Sequence[Row]) -> str:
     if seeds:
         lines.append("")
         lines.append(
-            f"Unallocated GPU % at 100 % arrived load; mean ± sd over seeds {seeds[0]}-{seeds[-1]}"
+            f"Unallocated GPU % at {rows[0].percent} % arrived load; mean ± sd over seeds {seeds[0]}-{seeds[-1]}"
             f" ({len(seeds)}); the paper's mean in parentheses."
         )
     return "\n".join(lines) + "\n"

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from allot.model.errors import ManifestError, ManifestErrors
 from allot.model.loader import _StringTimestampLoader, load_text
+from fuzzing import mutate_tree
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FILES = sorted(p for p in EXAMPLES.rglob("*") if p.suffix in (".yaml", ".json"))
@@ -74,38 +75,11 @@ def documents(path: Path) -> list[Any]:
 ORIGINALS = {path: documents(path) for path in FILES}
 
 
-def containers(node: Any, found: list[Any]) -> list[Any]:
-    """Every dict and list inside `node`, depth first."""
-    if isinstance(node, dict | list):
-        found.append(node)
-        for child in node.values() if isinstance(node, dict) else node:
-            containers(child, found)
-    return found
-
-
 @st.composite
 def mutated(draw: st.DrawFn) -> str:
     path = draw(st.sampled_from(FILES))
     docs = copy.deepcopy(ORIGINALS[path])
-    for _ in range(draw(st.integers(1, 4))):
-        places = containers(docs, [])
-        target = draw(st.sampled_from(places))
-        if not target:
-            continue
-        keys = list(target) if isinstance(target, dict) else list(range(len(target)))
-        key = draw(st.sampled_from(keys))
-        action = draw(st.sampled_from(["delete", "odd", "retype", "duplicate", "rename"]))
-        if action == "delete":
-            del target[key]
-        elif action == "odd":
-            target[key] = copy.deepcopy(draw(st.sampled_from(ODD_VALUES)))
-        elif action == "retype":
-            value = target[key]
-            target[key] = [value] if not isinstance(value, list) else str(value)
-        elif action == "duplicate" and isinstance(target, list):
-            target.insert(key, copy.deepcopy(target[key]))
-        elif action == "rename" and isinstance(target, dict):
-            target[str(key) + draw(st.sampled_from(["X", "_", ".", "/x"]))] = target.pop(key)
+    mutate_tree(draw, docs, ODD_VALUES)
     text = yaml.safe_dump_all(docs, sort_keys=False, allow_unicode=True)
     if draw(st.booleans()):
         cut = draw(st.integers(0, len(text)))

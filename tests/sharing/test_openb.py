@@ -80,6 +80,10 @@ def test_a_csv_path_and_errors_that_name_the_file(tmp_path: Path) -> None:
     bad.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,x,10,1,500\n")
     with pytest.raises(TraceError, match=r"bad.csv:2: cpu_milli='x'"):
         read_pods(bad)
+    for cell, problem in (("1e400", "is not a number"), ("nan", "is not a number"), ("-5", "is negative")):
+        bad.write_text(f"name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,10,1,{cell}\n")
+        with pytest.raises(TraceError, match=f"bad.csv:2: gpu_milli='{cell}' {problem}"):
+            read_pods(bad)
     with pytest.raises(TraceError, match="missing column"):
         read_nodes(good)
     with pytest.raises(TraceError, match="not a shipped openb trace"):

@@ -89,3 +89,15 @@ def test_trace_option_syntax() -> None:
     for bad in ("helios:x", "philly", "synthetic:oops"):
         with pytest.raises(ValueError):
             parse_trace_option(bad)
+
+
+@pytest.mark.parametrize(("column", "cell"), [("gpu_num", "1e400"), ("cpu_num", "inf"), ("duration", "nan")])
+def test_philly_rejects_numbers_that_are_not_finite(tmp_path: Path, column: str, cell: str) -> None:
+    path = tmp_path / "odd.csv"
+    header = CSV.splitlines()[0].split(",")
+    row = ["j1", "u1", "vc-a", "1", "4", "2017-10-03 14:00:00", "600", "Pass"]
+    row[header.index(column)] = cell
+    path.write_text(",".join(header) + "\n" + ",".join(row) + "\n")
+    with pytest.raises(ManifestErrors) as caught:
+        prepared(CLUSTER.format(trace=f"{{type: philly, file: {path}}}"))
+    assert any(str(e).startswith(f"{path}:2: {column}:") for e in caught.value.errors)

@@ -144,9 +144,12 @@ def _int(where: str, line: int, row: dict[str, str], column: str, *, optional: b
             return None
         raise TraceError(f"{where}:{line}: {column} is empty, expected an integer")
     try:
-        return int(float(raw))
-    except ValueError:
+        value = int(float(raw))
+    except (ValueError, OverflowError):  # OverflowError: infinity
         raise TraceError(f"{where}:{line}: {column}={raw!r} is not a number") from None
+    if value < 0:
+        raise TraceError(f"{where}:{line}: {column}={raw!r} is negative")
+    return value
 
 
 def read_nodes(source: str | Path = NODE_FILE) -> list[OpenbNode]:

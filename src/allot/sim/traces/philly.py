@@ -15,6 +15,7 @@ Bad rows are errors naming the file, the line and the column.
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -31,9 +32,11 @@ REQUIRED = ("job_id", "user", "vc", "gpu_num", "submit_time", "duration")
 def _time(text: str) -> float | None:
     text = text.strip()
     try:
-        return float(text)
+        seconds = float(text)
     except ValueError:
         pass
+    else:
+        return seconds if math.isfinite(seconds) else None
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
@@ -45,7 +48,8 @@ def _number(text: str) -> float | None:
         value = float(text)
     except ValueError:
         return None
-    return value if value >= 0 else None
+    # Infinity and NaN are valid floats but no number of GPUs, CPUs or seconds.
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 def philly_workload(

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from allot.scheduling.node_statuses import NodeStatuses
 from allot.scheduling.status import Status
 
 
@@ -28,6 +29,8 @@ class Diagnosis:
     preemption: str = ""
 
     def histogram(self) -> Counter[str]:
+        if isinstance(self.node_statuses, NodeStatuses):
+            return self.node_statuses.histogram()
         counts: Counter[str] = Counter()
         for status in self.node_statuses.values():
             for reason in dict.fromkeys(status.reasons):

@@ -15,7 +15,7 @@ state; `Scheduler.schedule` also binds it. Steps:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +37,7 @@ from allot.scheduling.framework import (
     ReservePlugin,
     ScorePlugin,
 )
+from allot.scheduling.node_statuses import NodeStatuses
 from allot.scheduling.profile import DEFAULT_SCHEDULER_NAME, Profile
 from allot.scheduling.status import Code, Status, unresolvable
 
@@ -109,28 +110,6 @@ def _instantiate(profile: Profile) -> ProfilePlugins:
     return plugins
 
 
-def _first_rejections(rejections: Sequence[tuple[str, Rejection]], size: int) -> dict[int, Status]:
-    """Each node's status from the first plugin that rejected it (all that plugin's reasons)."""
-    statuses: dict[int, Status] = {}
-    by_plugin: dict[str, list[Rejection]] = {}
-    order: list[str] = []
-    for plugin, rejection in rejections:
-        if plugin not in by_plugin:
-            order.append(plugin)
-        by_plugin.setdefault(plugin, []).append(rejection)
-    for plugin in order:
-        union = np.zeros(size, dtype=np.bool_)
-        for rejection in by_plugin[plugin]:
-            union |= rejection.nodes
-        for index in np.flatnonzero(union):
-            if int(index) in statuses:
-                continue
-            hits = [r for r in by_plugin[plugin] if r.nodes[index]]
-            code = max(r.code for r in hits)
-            statuses[int(index)] = Status(code, tuple(r.reason for r in hits), plugin)
-    return statuses
-
-
 class Scheduler:
     """Places pods on the nodes of a ClusterState with the profiles it was given."""
 
@@ -200,10 +179,8 @@ class Scheduler:
 
         feasible = self._node_filter(cycle, plugins, np.flatnonzero(candidates).astype(np.int64))
         if feasible.size == 0:
-            statuses = _first_rejections(rejections, total)
-            statuses.update(cycle.node_statuses)
-            names = {state.nodes.infos[i].name: s for i, s in sorted(statuses.items())}
-            return Unschedulable(pod_key, Diagnosis(total, names))
+            statuses = NodeStatuses(rejections, cycle.node_statuses, state.nodes.infos)
+            return Unschedulable(pod_key, Diagnosis(total, statuses))
 
         scores = np.zeros(feasible.size, dtype=np.float64)
         for scorer, weight in plugins.scorers:

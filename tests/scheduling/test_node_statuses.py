@@ -72,3 +72,18 @@ def test_first_plugin_wins_and_later_array_changes_do_not_leak() -> None:
         "n1": Status(Code.UNSCHEDULABLE, ("Insufficient cpu",), "NodeResourcesFit"),
     }
     assert statuses.histogram() == Counter({"node(s) were unschedulable": 1, "Insufficient cpu": 1})
+
+
+@given(st.lists(rejection, max_size=6), filtered)
+def test_nodes_by_code_from_arrays_match_the_per_node_statuses(
+    raw: list[tuple[str, str, list[bool], Code]], node_filter: dict[int, list[str]]
+) -> None:
+    rejections = [(plugin, Rejection(reason, np.array(mask), code)) for plugin, reason, mask, code in raw]
+    statuses = {
+        i: Status(Code.UNRESOLVABLE, tuple(reasons), "DynamicResources") for i, reasons in node_filter.items()
+    }
+    for code in (Code.UNSCHEDULABLE, Code.UNRESOLVABLE):
+        from_arrays = NodeStatuses(rejections, statuses, NODES).indices_with(code)
+        built = NodeStatuses(rejections, statuses, NODES)
+        expected = sorted(int(name[1:]) for name, status in built.items() if status.code == code)
+        assert from_arrays == expected == built.indices_with(code)

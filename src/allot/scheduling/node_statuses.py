@@ -17,7 +17,7 @@ import numpy as np
 
 from allot.cluster.nodes import NodeInfo
 from allot.scheduling.framework import BoolArray, Rejection
-from allot.scheduling.status import Status
+from allot.scheduling.status import Code, Status
 
 
 class NodeStatuses(Mapping[str, Status]):
@@ -70,6 +70,29 @@ class NodeStatuses(Mapping[str, Status]):
 
     def __len__(self) -> int:
         return len(self._build())
+
+    def indices_with(self, code: Code) -> list[int]:
+        """Indices of the nodes whose status has this code, in index order, from the arrays."""
+        if self._built is not None:
+            index_of = {info.name: info.index for info in self._nodes}
+            return sorted(index_of[name] for name, status in self._built.items() if status.code == code)
+        size = len(self._nodes)
+        assigned: BoolArray = np.zeros(size, dtype=np.bool_)
+        found: BoolArray = np.zeros(size, dtype=np.bool_)
+        for index, status in self._filtered.items():
+            assigned[index] = True
+            found[index] = status.code == code
+        for _, rejections in self._by_plugin():
+            # A node's code is the highest among the rejections of its first plugin that hit it.
+            highest = np.full(size, -1, dtype=np.int64)
+            union = np.zeros(size, dtype=np.bool_)
+            for rejection in rejections:
+                highest = np.where(rejection.nodes, np.maximum(highest, int(rejection.code)), highest)
+                union |= rejection.nodes
+            fresh = union & ~assigned
+            found |= fresh & (highest == int(code))
+            assigned |= union
+        return [int(i) for i in np.flatnonzero(found)]
 
     def histogram(self) -> Counter[str]:
         """How many nodes give each reason (a node counts a reason once), from the arrays."""

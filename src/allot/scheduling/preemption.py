@@ -33,6 +33,7 @@ from allot.cluster.state import ClusterState, PodInfo
 from allot.model.resource import AllocationResult
 from allot.scheduling.disruption import allowances, matches
 from allot.scheduling.gang import gangs, is_gang_member
+from allot.scheduling.node_statuses import NodeStatuses
 from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
 from allot.scheduling.status import Code, Status
 
@@ -168,13 +169,17 @@ class Preemptor:
             return Attempt(None, f"{PREEMPTION}: not eligible due to preemptionPolicy=Never.")
         index_of = state.nodes.index
         diagnosis = failure.diagnosis
-        resolvable = [
-            index_of[name]
-            for name, status in diagnosis.node_statuses.items()
-            if status.code == Code.UNSCHEDULABLE and name in index_of
-        ]
-        # Nodes rejected for reasons preemption cannot change, until a dry run says otherwise.
-        reasons: dict[str, tuple[str, ...]] = {info.name: (NOT_HELPFUL,) for info in state.nodes.infos}
+        statuses = diagnosis.node_statuses
+        if isinstance(statuses, NodeStatuses):
+            resolvable = statuses.indices_with(Code.UNSCHEDULABLE)
+        else:
+            resolvable = [
+                index_of[name]
+                for name, status in statuses.items()
+                if status.code == Code.UNSCHEDULABLE and name in index_of
+            ]
+        # Per node tried, why it is no candidate; every other node: preemption would not help.
+        reasons: dict[int, tuple[str, ...]] = {}
         if diagnosis.pre_filter is not None or not resolvable:
             return Attempt(None, _summary(diagnosis.total_nodes, reasons))
         limit = max(len(index_of) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE)
@@ -194,7 +199,7 @@ class Preemptor:
         for index in sorted(resolvable):
             candidate = self._victims_on(pod, index, budgets, gang_of)
             if isinstance(candidate, tuple):
-                reasons[state.nodes.infos[index].name] = candidate
+                reasons[index] = candidate
                 continue
             found += 1
             if best is None or candidate.key < best.key:
@@ -206,8 +211,13 @@ class Preemptor:
         return Attempt(None, _summary(diagnosis.total_nodes, reasons))
 
 
-def _summary(total: int, reasons: Mapping[str, tuple[str, ...]]) -> str:
-    """kube-scheduler's post-filter message, "preemption: 0/N nodes are available: ...", reasons sorted."""
+def _summary(total: int, reasons: Mapping[int, tuple[str, ...]]) -> str:
+    """kube-scheduler's post-filter message, "preemption: 0/N nodes are available: ...", reasons sorted.
+
+    `reasons` covers the nodes that were tried; preemption would not help on the others.
+    """
     counts = Counter(reason for node_reasons in reasons.values() for reason in dict.fromkeys(node_reasons))
+    if total > len(reasons):
+        counts[NOT_HELPFUL] += total - len(reasons)
     parts = sorted(f"{count} {reason}" for reason, count in counts.items())
     return f"{PREEMPTION}: 0/{total} nodes are available: {', '.join(parts)}."

@@ -148,3 +148,30 @@ def test_pods_that_never_preempt_say_so() -> None:
     assert _reason(state, "default/p") == (
         "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
     )
+
+
+def test_a_gang_like_one_that_just_failed_waits_without_a_search() -> None:
+    def member(gang: str, i: int) -> object:
+        labels = {"kueue.x-k8s.io/pod-group-name": gang}
+        return pod(
+            f"{gang}-{i}", cpu="2", labels=labels, annotations={"kueue.x-k8s.io/pod-group-total-count": "2"}
+        )
+
+    state = ClusterState(
+        nodes=[node("n1", cpu="2"), node("n2", cpu="2")],
+        pods=[
+            pod("x", cpu="2", node_name="n1"),
+            pod("y", cpu="1", node_name="n2"),
+            *(member(g, i) for g in ("a", "b") for i in range(2)),
+        ],
+    )
+    engine = Engine(state, policy=EnginePolicy(queues=False))
+    first = engine.cycle()
+    assert {d.pod for d in first.waiting} == {"default/a-0", "default/a-1", "default/b-0", "default/b-1"}
+    placed = _count_places(engine)
+    state.remove_pod("default/y")  # a release, but one node is not enough for a gang of two
+    second = engine.cycle()
+    assert {key for key in placed} == {"default/a-0", "default/a-1"}  # gang b waits without a search
+    assert {d.pod for d in second.waiting} == {"default/a-0", "default/a-1", "default/b-0", "default/b-1"}
+    state.remove_pod("default/x")
+    assert sorted(d.pod for d in engine.cycle().bound) == ["default/a-0", "default/a-1"]

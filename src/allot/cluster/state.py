@@ -16,6 +16,7 @@ answers questions (what is free, who uses what) and applies decisions.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -131,6 +132,8 @@ class ClusterState:
             list(pod_mutators) if pod_mutators is not None else [hami.mutate_pod]
         )
         self.pods: dict[str, PodInfo] = {}
+        # How many bound pods have each priority (preemption asks whether anything lower runs).
+        self._bound_priorities: Counter[int] = Counter()
         self._sequence = 0
         self._binds = 0
         # Counts changes that may let waiting pods fit (a pod leaving a node, a node coming back).
@@ -163,6 +166,11 @@ class ClusterState:
 
     def bound(self) -> Iterator[PodInfo]:
         return (info for info in self.pods.values() if info.node is not None)
+
+    def lowest_bound_priority(self) -> int | None:
+        """The lowest priority among bound pods; None when no pod is bound."""
+        present = [priority for priority, count in self._bound_priorities.items() if count > 0]
+        return min(present) if present else None
 
     def pods_on(self, node_index: int) -> list[PodInfo]:
         return [self.pods[key] for key in sorted(self.nodes.infos[node_index].pods)]
@@ -276,6 +284,7 @@ class ClusterState:
         self.journal.record(undo)
 
     def _notify_pod(self, info: PodInfo, sign: int) -> None:
+        self._bound_priorities[info.priority] += sign
         for listener in self.pod_listeners:
             listener(info, sign)
 

@@ -169,7 +169,17 @@ class Engine:
                 if gang.key in done_gangs:
                     continue
                 done_gangs.add(gang.key)
-                self._schedule_gang(gang, now, decisions)
+                gang_class = self._gang_class(gang)
+                failed = failed_classes.get(gang_class) if gang_class is not None else None
+                previous = self._parked.get(info.key)
+                if failed is not None and failed[0] == state.releases and previous is not None:
+                    # A gang like this one just failed and nothing left since: it waits, for the
+                    # reason it was given when last tried (reasons name the gang's own pods).
+                    self._park_gang(gang, previous[1], decisions)
+                    continue
+                reason = self._schedule_gang(gang, now, decisions)
+                if reason is not None and gang_class is not None:
+                    failed_classes[gang_class] = (state.releases, reason)
                 continue
             # Pods are visited by priority, so the pods bound since an equivalent pod failed have
             # its priority and are no victims: only a release can make this one fit.
@@ -246,7 +256,18 @@ class Engine:
             self.state, self.scheduler, gang, topology, request=request, schedule_one=one_in
         )
 
-    def _schedule_gang(self, gang: Gang, now: float, decisions: list[Decision]) -> None:
+    def _gang_class(self, gang: Gang) -> bytes | None:
+        """Gangs of one class fit or fail alike: equal sizes and equivalent members (None: no class)."""
+        classes = []
+        for member in gang.members:
+            equivalence = self.scheduler.equivalence_class(member)
+            if equivalence is None:
+                return None
+            classes.append(equivalence)
+        return repr((gang.required, gang.declared, sorted(classes))).encode()
+
+    def _schedule_gang(self, gang: Gang, now: float, decisions: list[Decision]) -> str | None:
+        """Place (or preempt for) a whole gang; the reason it waits, or None once bound."""
         victims: list[Evicted] = []
         result = self._place_gang(gang, now, victims)
         if isinstance(result, GangPlacement):
@@ -256,11 +277,15 @@ class Engine:
                 decisions.append(
                     Bound(placement.pod_key, placement.node, placement.allocations, placement.score, gang.key)
                 )
-            return
+            return None
+        self._park_gang(gang, result.reason, decisions)
+        return result.reason
+
+    def _park_gang(self, gang: Gang, reason: str, decisions: list[Decision]) -> None:
         for member in gang.members:
             if not self.state.pods[member].bound:
-                self._park(member, result.reason)
-                decisions.append(Waiting(member, result.reason, gang.key))
+                self._park(member, reason)
+                decisions.append(Waiting(member, reason, gang.key))
 
     def _park(self, pod_key: str, reason: str) -> None:
         self._parked[pod_key] = (self.state.releases, reason)

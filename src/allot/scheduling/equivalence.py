@@ -22,8 +22,9 @@ import msgspec
 from msgspec.structs import replace
 
 from allot.cluster.state import ClusterState, PodInfo
-from allot.model.core import Container, PodSpec
+from allot.model.core import Container, Pod, PodSpec
 from allot.model.quantity import Quantity
+from allot.model.resource import ResourceClaim
 
 
 def _encode_other(value: object) -> object:
@@ -44,21 +45,61 @@ class PodReader(Protocol):
         ...
 
 
-def equivalence_class(state: ClusterState, info: PodInfo, readers: Sequence[PodReader]) -> bytes | None:
-    """The pod's class, or None when it has no peers (its claims are pinned or missing)."""
+def _open_claims(state: ClusterState, info: PodInfo) -> list[ResourceClaim] | None:
+    """The pod's claims if none is missing or already allocated (else the pod has no peers)."""
     if info.missing or info.pod.spec.node_name:
         return None
-    claim_specs = []
+    claims = []
     for _, key in info.claims:
         claim = state.claims.get(key)
         if claim is None or claim.status.allocation is not None or claim.status.reserved_for:
             return None
-        claim_specs.append(claim.spec)
+        claims.append(claim)
+    return claims
+
+
+def _encode(
+    state: ClusterState, info: PodInfo, claims: Sequence[ResourceClaim], readers: Sequence[PodReader]
+) -> bytes:
     extra = [reader.equivalence_key(state, info) for reader in readers]
     pod = info.pod
+    specs = [claim.spec for claim in claims]
     return _encoder.encode(
-        (pod.namespace, info.priority, _unnamed(pod.spec), pod.metadata.annotations, claim_specs, extra)
+        (pod.namespace, info.priority, _unnamed(pod.spec), pod.metadata.annotations, specs, extra)
     )
+
+
+def equivalence_class(state: ClusterState, info: PodInfo, readers: Sequence[PodReader]) -> bytes | None:
+    """The pod's class, or None when it has no peers (its claims are pinned or missing)."""
+    claims = _open_claims(state, info)
+    return None if claims is None else _encode(state, info, claims, readers)
+
+
+class EquivalenceClasses:
+    """`equivalence_class` per pod, encoded again only when the pod's record or its claims change."""
+
+    _LIMIT = 100_000
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[Pod, tuple[ResourceClaim, ...], bytes]] = {}
+
+    def of(self, state: ClusterState, info: PodInfo, readers: Sequence[PodReader]) -> bytes | None:
+        claims = _open_claims(state, info)
+        if claims is None:
+            return None
+        known = self._known.get(info.key)
+        if (
+            known is not None
+            and known[0] is info.pod
+            and len(known[1]) == len(claims)
+            and all(a is b for a, b in zip(known[1], claims, strict=True))
+        ):
+            return known[2]
+        encoded = _encode(state, info, claims, readers)
+        if len(self._known) >= self._LIMIT:
+            self._known.clear()
+        self._known[info.key] = (info.pod, tuple(claims), encoded)
+        return encoded
 
 
 def _unnamed(spec: PodSpec) -> PodSpec:

@@ -182,6 +182,10 @@ class Preemptor:
         reasons: dict[int, tuple[str, ...]] = {}
         if diagnosis.pre_filter is not None or not resolvable:
             return Attempt(None, _summary(diagnosis.total_nodes, reasons))
+        lowest = state.lowest_bound_priority()
+        if lowest is None or lowest >= pod.priority:
+            # Nothing of lower priority runs anywhere: each node would say so when tried.
+            return Attempt(None, _summary(diagnosis.total_nodes, dict.fromkeys(resolvable, (NO_VICTIMS,))))
         limit = max(len(index_of) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE)
         budgets = allowances(state)
         gang_index: dict[str, tuple[str, ...]] | None = None

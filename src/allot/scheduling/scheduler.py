@@ -24,7 +24,7 @@ from allot.cluster.state import ClusterState
 from allot.model.resource import AllocationResult, ResourceClaim
 from allot.scheduling import registry
 from allot.scheduling.diagnosis import Diagnosis
-from allot.scheduling.equivalence import PodReader, equivalence_class
+from allot.scheduling.equivalence import EquivalenceClasses, PodReader
 from allot.scheduling.framework import (
     BoolArray,
     Cycle,
@@ -125,6 +125,7 @@ class Scheduler:
         self.profiles = dict(profiles) if profiles else {DEFAULT_SCHEDULER_NAME: Profile()}
         self.fallback = fallback
         self._plugins: dict[str, ProfilePlugins] = {}
+        self._classes = EquivalenceClasses()
         self._next_start = 0
 
     def plugins(self, scheduler_name: str) -> ProfilePlugins | None:
@@ -143,7 +144,7 @@ class Scheduler:
         plugins = self.plugins(info.pod.spec.scheduler_name)
         if plugins is None:
             return None
-        return equivalence_class(self.state, info, plugins.readers)
+        return self._classes.of(self.state, info, plugins.readers)
 
     def place(self, pod_key: str, *, allowed: BoolArray | None = None, allowed_reason: str = "") -> Outcome:
         """Where the pod would go now; changes nothing."""

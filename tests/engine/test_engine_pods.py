@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
 from allot.cluster.state import ClusterState
 from allot.engine.decisions import Bound, Evicted, Waiting
 from allot.engine.engine import Engine, EnginePolicy
@@ -175,3 +177,17 @@ def test_a_gang_like_one_that_just_failed_waits_without_a_search() -> None:
     assert {d.pod for d in second.waiting} == {"default/a-0", "default/a-1", "default/b-0", "default/b-1"}
     state.remove_pod("default/x")
     assert sorted(d.pod for d in engine.cycle().bound) == ["default/a-0", "default/a-1"]
+
+
+def test_equal_priority_pods_go_in_creation_order_not_manifest_order() -> None:
+    def created(name: str, when: str) -> object:
+        base = pod(name, cpu="2")
+        return replace(base, metadata=replace(base.metadata, creation_timestamp=when))
+
+    state = ClusterState(
+        nodes=[node("n1", cpu="2")],
+        # Listed by name, as kubectl prints them; "b-older" was created first.
+        pods=[created("a-newer", "2026-03-02T10:00:05Z"), created("b-older", "2026-03-02T10:00:01Z")],
+    )
+    result = Engine(state, policy=EnginePolicy(preemption=False)).cycle()
+    assert [d.pod for d in result.bound] == ["default/b-older"]

@@ -8,7 +8,8 @@ decided, having applied it to the ClusterState (and AdmissionState):
    when its quota fits (possibly after preempting other workloads, as
    Kueue decides) **and** all its pods are placed on nodes of its flavor —
    one transaction, so quota is never held by unplaceable work.
-2. Pods outside Kueue, as kube-scheduler would: by priority, then arrival;
+2. Pods outside Kueue, as kube-scheduler would: by priority, then creation
+   time, then arrival;
    gangs all-or-nothing; when nothing fits, default preemption of
    lower-priority pods.
 
@@ -20,6 +21,7 @@ not retried every cycle. The engine does no I/O and reads no clock.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -28,7 +30,7 @@ from msgspec.structs import replace
 from allot.admission.events import Event, EventKind, ParkReason
 from allot.admission.flavors import Mode
 from allot.admission.state import AdmissionState
-from allot.admission.workload import Workload
+from allot.admission.workload import Workload, parse_timestamp
 from allot.cluster.state import ClusterState, PodInfo
 from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
 from allot.model.kueue import QUEUE_NAME_LABEL, Topology
@@ -86,6 +88,8 @@ class Engine:
         self._workload_of_pod: dict[str, str] = {}
         self._original: dict[str, object] = {}
         self._submitted: set[str] = set()
+        # Pod creation times (seconds), parsed once.
+        self._creation: dict[str, float] = {}
 
     # -- bookkeeping the drivers call --------------------------------------------------
 
@@ -145,7 +149,16 @@ class Engine:
     # -- kube-scheduler path ----------------------------------------------------------------
 
     def _order(self, pending: Iterable[PodInfo]) -> list[PodInfo]:
-        return sorted(pending, key=lambda i: (-i.priority, i.sequence, i.key))
+        """kube-scheduler's queue order: priority, then when the pod was created, then arrival here."""
+        return sorted(pending, key=lambda i: (-i.priority, self._created(i), i.sequence, i.key))
+
+    def _created(self, info: PodInfo) -> float:
+        # Pods without a creation timestamp (simulated ones) keep their arrival order among themselves.
+        created = self._creation.get(info.key)
+        if created is None:
+            parsed = parse_timestamp(info.pod.metadata.creation_timestamp)
+            created = self._creation[info.key] = parsed if parsed is not None else math.inf
+        return created
 
     def _schedule_pods(self, now: float, decisions: list[Decision]) -> None:
         state = self.state

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from allot.scheduling.node_statuses import NodeStatuses
+from allot.scheduling.node_statuses import NodeStatuses, count_reasons
 from allot.scheduling.status import Status
 
 
@@ -31,11 +31,7 @@ class Diagnosis:
     def histogram(self) -> Counter[str]:
         if isinstance(self.node_statuses, NodeStatuses):
             return self.node_statuses.histogram()
-        counts: Counter[str] = Counter()
-        for status in self.node_statuses.values():
-            for reason in dict.fromkeys(status.reasons):
-                counts[reason] += 1
-        return counts
+        return count_reasons(self.node_statuses.values())
 
     def message(self) -> str:
         head = f"0/{self.total_nodes} nodes are available"

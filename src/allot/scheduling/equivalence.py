@@ -69,14 +69,8 @@ def _encode(
     )
 
 
-def equivalence_class(state: ClusterState, info: PodInfo, readers: Sequence[PodReader]) -> bytes | None:
-    """The pod's class, or None when it has no peers (its claims are pinned or missing)."""
-    claims = _open_claims(state, info)
-    return None if claims is None else _encode(state, info, claims, readers)
-
-
 class EquivalenceClasses:
-    """`equivalence_class` per pod, encoded again only when the pod's record or its claims change."""
+    """Each pod's equivalence class, encoded again only when the pod's record or its claims change."""
 
     _LIMIT = 100_000
 

@@ -97,12 +97,12 @@ class NodeStatuses(Mapping[str, Status]):
     def histogram(self) -> Counter[str]:
         """How many nodes give each reason (a node counts a reason once), from the arrays."""
         if self._built is not None:
-            return _count(self._built.values())
+            return count_reasons(self._built.values())
         size = len(self._nodes)
         assigned: BoolArray = np.zeros(size, dtype=np.bool_)
         for index in self._filtered:
             assigned[index] = True
-        counts = _count(self._filtered.values())
+        counts = count_reasons(self._filtered.values())
         for _, rejections in self._by_plugin():
             by_reason: dict[str, BoolArray] = {}
             for rejection in rejections:
@@ -123,7 +123,8 @@ class NodeStatuses(Mapping[str, Status]):
         return counts
 
 
-def _count(statuses: Iterable[Status]) -> Counter[str]:
+def count_reasons(statuses: Iterable[Status]) -> Counter[str]:
+    """How many statuses give each reason (a status counts a reason once)."""
     counts: Counter[str] = Counter()
     for status in statuses:
         for reason in dict.fromkeys(status.reasons):

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from allot.model.errors import ManifestError, ManifestErrors
 from allot.model.loader import _StringTimestampLoader, load_text
-from fuzzing import mutate_tree
+from fuzzing import examples, mutate_tree
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FILES = sorted(p for p in EXAMPLES.rglob("*") if p.suffix in (".yaml", ".json"))
@@ -134,7 +134,9 @@ def check(text: str, errors: Sequence[ManifestError]) -> None:
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(mutated())
 def test_mutated_examples_give_located_errors_only(text: str) -> None:

@@ -135,6 +135,11 @@ class Engine:
     def workload_of(self, pod_key: str) -> str:
         return self._workload_of_pod.get(pod_key, "")
 
+    def evict(self, pod_key: str, reason: str, now: float) -> list[Evicted]:
+        """Take a bound pod off its node (a node failed, a driver stops it); a pod of an
+        admitted Kueue workload takes its whole workload with it. Returns every pod evicted."""
+        return self._evict_pod(pod_key, reason, "", now)
+
     # -- the cycle --------------------------------------------------------------------------
 
     def cycle(self, now: float = 0.0) -> CycleResult:

@@ -13,7 +13,6 @@ unless `tenant: single`. Options: `limit` (the first N pods), `timeScale`
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +20,7 @@ from msgspec.structs import replace
 
 from allot.model.base import Object
 from allot.model.loader import Manifests
+from allot.sim import openb
 from allot.sim.scenario import devices as shorthand
 from allot.sim.scenario.schema import Scenario
 from allot.sim.traces.common import TraceBuilder, dns_name
@@ -33,10 +33,6 @@ MIN_DURATION = 1.0
 def openb_workload(
     name: str, options: Mapping[str, Any], scenario: Scenario, manifests: Manifests, *, seed: int
 ) -> Workload:
-    try:
-        openb = importlib.import_module("allot.sim.openb")
-    except ImportError:
-        raise TraceOptionError("openb: the openb loader (allot.sim.openb) is not installed") from None
     try:
         pods = openb.read_pods(name)
         nodes = openb.read_nodes() if options.get("cluster", "trace") != "scenario" else None

@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from allot.model.errors import ManifestError, ManifestErrors
-from allot.model.loader import _StringTimestampLoader, load_text
+from allot.model.loader import load_text
+from allot.model.strict_yaml import StrictLoader
 from fuzzing import examples, mutate_tree
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -69,7 +70,7 @@ INVALID_YAML = [
 
 
 def documents(path: Path) -> list[Any]:
-    return list(yaml.load_all(path.read_text(), Loader=_StringTimestampLoader))
+    return list(yaml.load_all(path.read_text(), Loader=StrictLoader))
 
 
 ORIGINALS = {path: documents(path) for path in FILES}
@@ -117,7 +118,7 @@ def identified(docs: list[Any] | None, error: ManifestError) -> tuple[str, str]:
 
 def check(text: str, errors: Sequence[ManifestError]) -> None:
     try:
-        docs: list[Any] | None = list(yaml.load_all(text, Loader=_StringTimestampLoader))
+        docs: list[Any] | None = list(yaml.load_all(text, Loader=StrictLoader))
     except yaml.YAMLError:
         docs = None
     assert errors

@@ -9,10 +9,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from allot.cli.exits import negative
 from allot.cli.loading import load_or_exit
 from allot.cli.profiles import load_profiles
 from allot.model.codec import dump_yaml
 from allot.plan.planner import PlanResult, explain, plan, resulting_objects
+
+NOT_DONE = "nothing was planned"
 
 
 def _devices(result: PlanResult, pod_key: str) -> str:
@@ -70,8 +73,8 @@ def place(
     no_queues: bool,
 ) -> None:
     """Place every pending pod of the cluster in PATHS (files, folders, or - for stdin)."""
-    manifests = load_or_exit(paths, not_done="nothing was planned")
-    profiles = load_profiles(config_path) if config_path else None
+    manifests = load_or_exit(paths, not_done=NOT_DONE)
+    profiles = load_profiles(config_path, not_done=NOT_DONE) if config_path else None
     result = plan(
         manifests,
         profiles=profiles,
@@ -95,6 +98,4 @@ def place(
             for line in node.allocator.splitlines():
                 click.echo(f"      {line}")
     if result.violations:
-        for violation in result.violations:
-            click.echo(f"invariant violated: {violation}", err=True)
-        raise SystemExit(3)
+        negative("\n".join(f"invariant violated: {violation}" for violation in result.violations))

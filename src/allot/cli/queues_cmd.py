@@ -41,7 +41,6 @@ from allot.model.core import Node, Pod
 from allot.model.kueue import KUEUE_GROUP
 from allot.model.loader import Manifests
 
-EXIT_BAD_INPUT = 1
 _TERMINAL = ("Succeeded", "Failed")
 
 

@@ -11,28 +11,38 @@ from __future__ import annotations
 
 from allot.model.errors import Location, ManifestError, ManifestErrors
 from allot.model.loader import Manifests
+from allot.sim.limits import DEFAULT_LIMITS, RunLimits
 from allot.sim.scenario.jobs import whole_gpus
 from allot.sim.scenario.schema import Scenario, TraceSpec
 from allot.sim.traces.openb import openb_workload
+from allot.sim.traces.options import TraceOptionError
 from allot.sim.traces.philly import philly_workload
-from allot.sim.traces.synthetic import TraceOptionError, synthetic_workload
+from allot.sim.traces.synthetic import synthetic_workload
 from allot.sim.workload import Workload
 
 
 def trace_workload(
-    spec: TraceSpec, scenario: Scenario, manifests: Manifests, *, seed: int, horizon: float | None
+    spec: TraceSpec,
+    scenario: Scenario,
+    manifests: Manifests,
+    *,
+    seed: int,
+    horizon: float | None,
+    limits: RunLimits = DEFAULT_LIMITS,
 ) -> Workload:
     try:
         if spec.kind == "synthetic":
             return synthetic_workload(
-                spec.options, scenario, manifests, seed=seed, gpus=whole_gpus(manifests)
+                spec.options, scenario, manifests, seed=seed, gpus=whole_gpus(manifests), limits=limits
             )
         if spec.kind == "philly":
             if spec.file is None:
                 raise TraceOptionError("file: required: the Philly/Helios-style CSV")
-            return philly_workload(spec.file, spec.options, scenario, manifests)
+            return philly_workload(spec.file, spec.options, scenario, manifests, limits=limits)
         if spec.kind == "openb":
-            return openb_workload(spec.file or "default", spec.options, scenario, manifests, seed=seed)
+            return openb_workload(
+                spec.file or "default", spec.options, scenario, manifests, seed=seed, limits=limits
+            )
     except TraceOptionError as err:
         raise ManifestErrors([ManifestError(Location(file=f"trace {spec.kind}"), str(err))]) from None
     raise ManifestErrors(

@@ -1,0 +1,42 @@
+"""Profiles from a user's KubeSchedulerConfiguration, with every plugin's arguments checked up front.
+
+`profiles_from_config` reads the profiles' shape; the arguments in
+`pluginConfig` are only understood by the plugins themselves, which read
+them when a scheduler is built, long after the file was read. Building
+each plugin a profile uses once, here, turns a bad argument into a
+`ProfileError` that names the file, the profile and the plugin, before any
+scheduling starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from allot.scheduling import registry
+from allot.scheduling.profile import Profile, ProfileError, profiles_from_config
+
+# What a plugin factory raises for arguments of the wrong type, value or shape.
+_ARGUMENT_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError)
+
+
+def checked_profiles(raw: Any, *, source: str) -> dict[str, Profile]:
+    """The profiles of a KubeSchedulerConfiguration document; ProfileError for anything wrong in it."""
+    profiles = profiles_from_config(raw, known_plugins=registry.known_plugins(), source=source)
+    check_plugin_args(profiles, source=source)
+    return profiles
+
+
+def check_plugin_args(profiles: Mapping[str, Profile], *, source: str) -> None:
+    """Build every plugin each profile uses with its arguments; ProfileError for the first that fails."""
+    known = registry.known_plugins()
+    for profile in profiles.values():
+        used = set(profile.filters) | set(profile.score_weights) | set(profile.plugin_args)
+        for name in sorted(used & known):
+            try:
+                registry.build(name, profile.plugin_args.get(name, {}))
+            except _ARGUMENT_ERRORS as err:
+                detail = f"missing {err.args[0]!r}" if isinstance(err, KeyError) and err.args else str(err)
+                raise ProfileError(
+                    f"{source}: profile {profile.scheduler_name!r}: pluginConfig {name} args: {detail}"
+                ) from None

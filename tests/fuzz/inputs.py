@@ -144,10 +144,8 @@ def _at_limits(draw: st.DrawFn, root: Any, pool: list[Any]) -> None:
     numeric = [
         (node, key)
         for node, key in _leaves(root)
-        if isinstance(node[key], int | float)
-        and not isinstance(node[key], bool)
-        or isinstance(node[key], str)
-        and node[key][:1].isdigit()
+        if (isinstance(node[key], int | float) and not isinstance(node[key], bool))
+        or (isinstance(node[key], str) and node[key][:1].isdigit())
     ]
     for _ in range(draw(st.integers(1, 3))):
         if numeric:

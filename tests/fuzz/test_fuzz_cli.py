@@ -8,9 +8,8 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from fuzzing import examples
-
 from allot.cli.exits import EXIT_INTERNAL
+from fuzzing import examples
 
 from .inputs import config_cases, manifest_cases, option_cases, scenario_cases, trace_cases, valid_cases
 from .runner import Case, Outcome, Worker, check

@@ -6,8 +6,8 @@ Profiles (chosen with the environment variable ALLOT_HYPOTHESIS_PROFILE):
 * `ci`, the default: derandomised (every run draws the same examples, so the suite passes or fails
   the same way on one commit), no example database, no deadline, and each test's own bounded
   number of examples;
-* `fuzz`, for `python -m tests.fuzz`: new random examples on every run, FUZZ_SCALE times as many,
-  failures kept in the local example database so they replay.
+* `fuzz`, for `python -m tests.fuzz`: new random examples on every run, FUZZ_SCALE times as many
+  (ALLOT_FUZZ_SCALE, default 25), failures kept in the local example database so they replay.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 PROFILE_VARIABLE = "ALLOT_HYPOTHESIS_PROFILE"
-FUZZ_SCALE = 25
+FUZZ_SCALE = int(os.environ.get("ALLOT_FUZZ_SCALE", "25"))
 # What a fuzzed input may add to the process's address space before it counts as runaway memory.
 MEMORY_CEILING = 2 << 30
 

@@ -268,7 +268,11 @@ TRACE_OPTIONS = {
     "philly": ["limit", "timeScale", "gpusPerNode", "tenant"],
     "openb": ["limit", "timeScale", "tenant", "cluster"],
 }
-SMALL_CLUSTER = {k: v for k, v in SCENARIO.items() if k not in ("jobs",)}
+# The scenario's cluster and tenants with a trace instead of its jobs (--trace replaces that trace).
+SMALL_CLUSTER = {
+    **{k: v for k, v in SCENARIO.items() if k != "jobs"},
+    "trace": {"type": "synthetic", "jobs": 5},
+}
 
 
 def _cell(value: Any) -> str:

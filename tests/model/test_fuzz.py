@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from allot.model.errors import ManifestError, ManifestErrors
 from allot.model.loader import load_text
 from allot.model.strict_yaml import StrictLoader
-from fuzzing import examples, mutate_tree
+from fuzzing import examples, memory_ceiling, mutate_tree
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FILES = sorted(p for p in EXAMPLES.rglob("*") if p.suffix in (".yaml", ".json"))
@@ -142,7 +142,8 @@ def check(text: str, errors: Sequence[ManifestError]) -> None:
 @given(mutated())
 def test_mutated_examples_give_located_errors_only(text: str) -> None:
     try:
-        load_text(text, SOURCE)
+        with memory_ceiling():
+            load_text(text, SOURCE)
     except ManifestErrors as failure:
         check(text, failure.errors)
 

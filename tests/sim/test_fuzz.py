@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from allot.model.errors import ManifestErrors
 from allot.sim.scenario.build import prepare
 from allot.sim.scenario.parse import parse_scenario
-from fuzzing import examples, mutate_tree
+from fuzzing import examples, memory_ceiling, mutate_tree
 
 from .cases import SMALL
 
@@ -69,7 +69,8 @@ def assert_located(failure: ManifestErrors, file: str) -> None:
 @given(mutated_scenario())
 def test_mutated_scenarios_prepare_or_give_located_errors(text: str) -> None:
     try:
-        prepare(parse_scenario(text, FILE), policies=["fair"])
+        with memory_ceiling():
+            prepare(parse_scenario(text, FILE), policies=["fair"])
     except ManifestErrors as failure:
         assert_located(failure, FILE)
 
@@ -122,6 +123,7 @@ def test_mutated_philly_traces_prepare_or_give_located_errors(tmp_path: Path, cs
     path = tmp_path / "jobs.csv"
     path.write_text(csv_text)
     try:
-        prepare(parse_scenario(SCENARIO_WITH_TRACE.format(path=path), FILE), policies=["fair"])
+        with memory_ceiling():
+            prepare(parse_scenario(SCENARIO_WITH_TRACE.format(path=path), FILE), policies=["fair"])
     except ManifestErrors as failure:
         assert_located(failure, str(path))

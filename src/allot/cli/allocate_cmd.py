@@ -159,7 +159,7 @@ def allocate(
             Features.all() if features is None else Features.from_names(n for n in features.split(",") if n)
         )
     except ValueError as err:
-        _fail(str(err))
+        raise click.BadParameter(str(err), param_hint="--features") from None
     all_claims = loaded.of_kind(ResourceClaim)
     claims = _select_claims(all_claims, claim_names)
     allocator = Allocator(

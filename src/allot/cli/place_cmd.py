@@ -9,8 +9,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from allot.cli.exits import negative
+from allot.cli.exits import bad_input, negative
 from allot.cli.loading import load_or_exit
+from allot.cli.params import FilePath
 from allot.cli.profiles import load_profiles
 from allot.model.codec import dump_yaml
 from allot.plan.planner import PlanResult, explain, plan, resulting_objects
@@ -56,7 +57,7 @@ def _print_table(console: Console, result: PlanResult) -> None:
 @click.option(
     "--config",
     "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=FilePath(exists=True, dir_okay=False, path_type=Path),
     help="KubeSchedulerConfiguration file with scheduler profiles.",
 )
 @click.option("--explain", "explain_pod", metavar="NAMESPACE/POD", help="Show per-node reasons for one pod.")
@@ -91,7 +92,7 @@ def place(
         try:
             explanation = explain(result, explain_pod)
         except KeyError as missing:
-            raise click.UsageError(str(missing.args[0])) from None
+            bad_input([f"--explain {explain_pod}: {missing.args[0]}"], "no explanation was given")
         click.echo(f"\n{explanation.pod}: {explanation.summary}")
         for node in explanation.nodes:
             click.echo(f"  {node.node}: {node.status.message()}")

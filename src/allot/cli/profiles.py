@@ -16,7 +16,7 @@ def load_profiles(path: Path, *, not_done: str) -> dict[str, Profile]:
     """Profiles by scheduler name; a file that cannot be read or used is bad input (exit 1)."""
     try:
         raw = load_yaml(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
+    except (OSError, ValueError) as err:  # ValueError: undecodable text
         bad_input([f"{path}: cannot read: {err}"], not_done)
     except yaml.YAMLError as err:
         bad_input([f"{path}: {describe_yaml_error(err)}"], not_done)

@@ -22,6 +22,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from allot.cli.exits import bad_input, negative
+from allot.cli.params import FilePath
 from allot.model.errors import ManifestErrors
 from allot.report import ReportData, write_report
 from allot.report import format as fmt
@@ -151,7 +152,7 @@ def _table(summaries: list[Summary]) -> Table:
 
 
 @click.command()
-@click.argument("scenario", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("scenario", required=False, type=FilePath(dir_okay=False, path_type=Path))
 @click.option(
     "--compare",
     metavar="P1,P2",
@@ -165,7 +166,7 @@ def _table(summaries: list[Summary]) -> Table:
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option(
     "--report-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FilePath(file_okay=False, path_type=Path),
     default=Path("allot-report"),
     show_default=True,
 )

@@ -277,7 +277,7 @@ def load_paths(paths: Sequence[str | Path], *, validate: bool = True) -> Manifes
         assert isinstance(file, Path)
         try:
             text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
+        except (OSError, ValueError) as err:  # ValueError: undecodable text, a NUL in the path
             collector.errors.append(ManifestError(Location(file=str(file)), f"cannot read: {err}"))
             continue
         _load_text_into(collector, text, str(file))

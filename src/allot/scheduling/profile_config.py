@@ -16,8 +16,11 @@ from typing import Any
 from allot.scheduling import registry
 from allot.scheduling.profile import Profile, ProfileError, profiles_from_config
 
-# What a plugin factory raises for arguments of the wrong type, value or shape.
-_ARGUMENT_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError)
+# KubeSchedulerConfiguration's weights are int32.
+MAX_SCORE_WEIGHT = 2**31 - 1
+# What a plugin factory raises for arguments of the wrong type, value or shape (int(inf) is an
+# OverflowError, an ArithmeticError).
+_ARGUMENT_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, ArithmeticError)
 
 
 def checked_profiles(raw: Any, *, source: str) -> dict[str, Profile]:
@@ -28,9 +31,16 @@ def checked_profiles(raw: Any, *, source: str) -> dict[str, Profile]:
 
 
 def check_plugin_args(profiles: Mapping[str, Profile], *, source: str) -> None:
-    """Build every plugin each profile uses with its arguments; ProfileError for the first that fails."""
+    """Check score weights and build every plugin each profile uses with its arguments; ProfileError
+    for the first that fails."""
     known = registry.known_plugins()
     for profile in profiles.values():
+        for name, weight in sorted(profile.score_weights.items()):
+            if weight > MAX_SCORE_WEIGHT:
+                raise ProfileError(
+                    f"{source}: profile {profile.scheduler_name!r}: plugins.score {name} weight: expected at "
+                    f"most {MAX_SCORE_WEIGHT} (an int32, as kube-scheduler), got {weight}"
+                )
         used = set(profile.filters) | set(profile.score_weights) | set(profile.plugin_args)
         for name in sorted(used & known):
             try:

@@ -55,6 +55,8 @@ from allot.sim.scenario.schema import PolicySpec, Scenario, TraceSpec
 from allot.sim.workload import Job, PodShape, Workload
 
 DEFAULT_COMPARE = ("fifo-priority", "fair")
+# Each policy is one more simulation of the whole workload.
+MAX_POLICIES = 16
 
 
 @dataclass
@@ -277,6 +279,12 @@ def resolve_policies(scenario: Scenario, names: list[str] | None) -> list[Policy
         if policy is not None:
             custom[spec.name] = policy
     wanted = names or scenario.compare or list(DEFAULT_COMPARE)
+    where, option = ("compare", "") if not names else ("", "--compare: ")
+    if len(set(wanted)) != len(wanted):
+        reader.error(where, f"{option}each policy once, please: {', '.join(wanted)[:200]}")
+    if len(wanted) > MAX_POLICIES:
+        reader.error(where, f"{option}at most {MAX_POLICIES} policies side by side, got {len(wanted)}")
+        wanted = []
     policies: list[Policy] = []
     for name in wanted:
         if name in custom:

@@ -140,7 +140,7 @@ def load_scenario(path: str | Path, *, limits: RunLimits = DEFAULT_LIMITS) -> Sc
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+    except (OSError, ValueError) as err:  # ValueError: undecodable text, a NUL in the path
         reader = Reader(str(file))
         reader.error("", f"cannot read: {err}")
         reader.raise_if_errors()
@@ -167,7 +167,7 @@ def _policy(name: str, field: Field, base: Path) -> PolicySpec:
         path = base / config.value
         try:
             raw = load_yaml(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as err:
+        except (OSError, ValueError) as err:  # ValueError: undecodable text, a NUL in the path
             config.error(f"cannot read KubeSchedulerConfiguration {path}: {err}")
         except yaml.YAMLError as err:
             config.error(f"KubeSchedulerConfiguration {path}: {describe_yaml_error(err)}")

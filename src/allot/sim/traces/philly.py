@@ -81,7 +81,7 @@ def philly_workload(
 
     try:
         handle = open(path, encoding="utf-8", newline="")  # noqa: SIM115  (closed below)
-    except OSError as err:
+    except (OSError, ValueError) as err:  # ValueError: a NUL in the path
         raise ManifestErrors([ManifestError(Location(file=path), f"cannot read: {err}")]) from None
     rows: list[tuple[str, str, float, float, int, int]] = []
     try:

@@ -151,6 +151,16 @@ def _table(summaries: list[Summary]) -> Table:
     return table
 
 
+def _limit(what: str, default: int, whole: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    return click.option(
+        f"--max-{what}",
+        type=click.IntRange(min=1),
+        default=default,
+        show_default=True,
+        help=f"Refuse {whole} of more {what} than this.",
+    )
+
+
 @click.command()
 @click.argument("scenario", required=False, type=FilePath(dir_okay=False, path_type=Path))
 @click.option(
@@ -192,27 +202,9 @@ def _table(summaries: list[Summary]) -> Table:
     help="Policies simulated at once, one process each (default: one per CPU).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-@click.option(
-    "--max-nodes",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MAX_NODES,
-    show_default=True,
-    help="Refuse a cluster of more nodes than this.",
-)
-@click.option(
-    "--max-jobs",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MAX_JOBS,
-    show_default=True,
-    help="Refuse a workload of more jobs than this.",
-)
-@click.option(
-    "--max-pods",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MAX_PODS,
-    show_default=True,
-    help="Refuse a workload of more pods than this.",
-)
+@_limit("nodes", DEFAULT_MAX_NODES, "a cluster")
+@_limit("jobs", DEFAULT_MAX_JOBS, "a workload")
+@_limit("pods", DEFAULT_MAX_PODS, "a workload")
 def simulate(
     scenario: Path | None,
     compare: str | None,

@@ -60,10 +60,12 @@ class RunLimits:
     pods: int = DEFAULT_MAX_PODS
 
 
-def too_many(what: str, count: int, limit: int, option: str) -> str:
-    """The message for a run past a limit: how many, the limit, and the option that raises it."""
-    amount = f"{count:,}" if count <= limit * 1000 else f"more than {limit:,}"
-    return f"the run would have {amount} {what}, more than the limit of {limit:,} (raise it with {option})"
+def too_many(what: str, count: int | None, limit: int, option: str) -> str:
+    """The message for a run past a limit: how many (None: not known exactly), the limit, and the
+    option that raises it."""
+    if count is None:
+        return f"the run would have more {what} than the limit of {limit:,} (raise it with {option})"
+    return f"the run would have {count:,} {what}, more than the limit of {limit:,} (raise it with {option})"
 
 
 DEFAULT_LIMITS = RunLimits()

@@ -47,7 +47,7 @@ from allot.sim.inventory import PLUGIN_GPU_RESOURCE
 from allot.sim.limits import DEFAULT_LIMITS, MAX_PODS_PER_JOB, MAX_SECONDS, RunLimits, too_many
 from allot.sim.policies import Policy, PolicyError, builtin
 from allot.sim.scenario import devices as shorthand
-from allot.sim.scenario.arrivals import Poisson, arrival_times
+from allot.sim.scenario.arrivals import Arrival, Bursts, Poisson, Times, arrival_times
 from allot.sim.scenario.jobs import claim_template, prototype_pod, tenant_of, whole_gpus
 from allot.sim.scenario.kueue import device_mappings, kueue_manifests, requested_resources
 from allot.sim.scenario.reader import Reader
@@ -126,11 +126,10 @@ def template_workload(
         room = limits.jobs - len(jobs)
         times = arrival_times(template.arrival, rng, count=template.count, horizon=horizon, cap=room)
         if times.size > room:
+            known = _known_jobs(template.arrival, template.count)
             where = "count" if template.count is not None and template.count > room else "arrival"
-            reader.error(
-                f"{template.path}.{where}",
-                too_many("jobs", len(jobs) + times.size, limits.jobs, "--max-jobs"),
-            )
+            total = len(jobs) + known if known is not None else None
+            reader.error(f"{template.path}.{where}", too_many("jobs", total, limits.jobs, "--max-jobs"))
             break
         pods = np.clip(np.rint(template.pods.sample(rng, times.size)), 1, MAX_PODS_PER_JOB).astype(int)
         total_pods += int(pods.sum())
@@ -171,6 +170,16 @@ def template_workload(
             )
     reader.raise_if_errors()
     return Workload(tenants, shapes, jobs, objects)
+
+
+def _known_jobs(arrival: Arrival, count: int | None) -> int | None:
+    """How many jobs a template makes, when that is known without drawing them."""
+    exact = len(arrival.times) if isinstance(arrival, Times) else None
+    if isinstance(arrival, Bursts):
+        exact = sum(burst.count for burst in arrival.bursts)
+    if exact is not None and count is not None:
+        return min(exact, count)
+    return exact if exact is not None else count
 
 
 def check_run_size(manifests: Manifests, workload: Workload, limits: RunLimits, *, source: str) -> None:

@@ -80,6 +80,8 @@ RATES = ["1e300/s", "inf/s", "nan/h", "1180591620717411303424/s", "0/h", "1e-300
 STRINGS = ["", " ", "x" * 300, "Ünïcode-名前", "a/b", "\x00", "-", "2026-03-09T11:00:42Z", "&a [*a]"]
 STRUCTURES: list[Any] = [None, True, [], {}, [None], {"unexpected": {"nested": [1]}}]
 ODD: list[Any] = [*INTEGERS, *FLOATS, *QUANTITIES, *DURATIONS, *RATES, *STRINGS, *STRUCTURES]
+# Every case takes a second or two; a generous limit keeps a loaded CI machine from failing one.
+CASE_TIMEOUT = 120.0
 BROKEN_YAML = ["\n: - ]\t{", "\n- [", "\nkey: value: other\n", '\n"unterminated', "\n&a [*a]\n", "{"]
 
 
@@ -196,7 +198,7 @@ def manifest_cases(draw: st.DrawFn) -> Case:
             ]
         )
     )
-    return Case(command, {file: text.encode()}, timeout=30)
+    return Case(command, {file: text.encode()}, timeout=CASE_TIMEOUT)
 
 
 SCENARIO = yaml.safe_load(
@@ -253,7 +255,7 @@ def scenario_cases(draw: st.DrawFn) -> Case:
         argv += ["--horizon", draw(st.sampled_from(DURATIONS))]
     if draw(st.booleans()):
         argv += ["--seed", str(draw(st.sampled_from(INTEGERS)))]
-    return Case(argv, {"scenario.yaml": text.encode()}, timeout=45)
+    return Case(argv, {"scenario.yaml": text.encode()}, timeout=CASE_TIMEOUT)
 
 
 PHILLY = [
@@ -308,7 +310,7 @@ def trace_cases(draw: st.DrawFn) -> Case:
         )
         files["scenario.yaml"] = yaml.safe_dump(scenario).encode()
         argv = ["simulate", "scenario.yaml", *SIMULATE, "--horizon", "2h"]
-    return Case(argv, files, timeout=45)
+    return Case(argv, files, timeout=CASE_TIMEOUT)
 
 
 CONFIG = yaml.safe_load(
@@ -354,13 +356,13 @@ def config_cases(draw: st.DrawFn) -> Case:
         return Case(
             ["place", "cluster.yaml", "--config", "config.yaml"],
             {"cluster.yaml": cluster.encode(), "config.yaml": text.encode()},
-            timeout=30,
+            timeout=CASE_TIMEOUT,
         )
     scenario = {**SCENARIO, "policies": {"custom": {"base": "fair", "schedulerConfig": "config.yaml"}}}
     return Case(
         ["simulate", "scenario.yaml", *SIMULATE, "--compare", "custom"],
         {"scenario.yaml": yaml.safe_dump(scenario).encode(), "config.yaml": text.encode()},
-        timeout=45,
+        timeout=CASE_TIMEOUT,
     )
 
 
@@ -434,7 +436,7 @@ def option_cases(draw: st.DrawFn) -> Case:
         "cluster.yaml": _dump(BUNDLES["cluster"][0], many=True).encode(),
         "scenario.yaml": yaml.safe_dump(SCENARIO).encode(),
     }
-    return Case(argv, files, timeout=60)
+    return Case(argv, files, timeout=CASE_TIMEOUT)
 
 
 def valid_cases() -> list[Case]:

@@ -29,7 +29,7 @@ from fuzzing import MEMORY_CEILING
 
 ALLOWED_CODES = (0, 1, 2, 3)
 TRACEBACK = "Traceback (most recent call last)"
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = 120.0
 WORKER = Path(__file__).with_name("worker.py")
 
 

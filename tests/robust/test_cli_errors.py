@@ -178,3 +178,30 @@ def test_the_installed_command_prints_no_traceback_for_a_negative_seed(scenario:
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "Invalid value for '--seed'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("profile", "message"),
+    [
+        ("- pluginConfig: 5\n", "profiles[0].pluginConfig: expected a list, got int"),
+        ("- plugins: {score: {enabled: 7}}\n", "profiles[0].plugins.score.enabled: expected a list, got int"),
+        ("- plugins: [filter]\n", "profiles[0].plugins: expected a mapping, got list"),
+        ("- 5\n", "profiles[0]: expected a mapping, got int"),
+    ],
+)
+def test_a_configuration_of_the_wrong_shape_names_the_field(
+    tmp_path: Path, profile: str, message: str
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n" + profile
+    )
+    result = _run("place", str(EXAMPLES / "cluster"), "--config", str(config))
+    assert result.exit_code == 1, result.output
+    assert f"error: {config}: {message}" in result.stderr
+
+
+def test_a_path_too_long_for_the_file_system_is_bad_input() -> None:
+    result = _run("validate", "x" * 300)
+    assert result.exit_code == 1
+    assert "cannot read: File name too long" in result.stderr

@@ -248,17 +248,22 @@ def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path | str], list[Ma
             files.append("-")
             continue
         path = Path(entry)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
-            if not found:
-                errors.append(
-                    ManifestError(Location(file=str(path)), "folder holds no .yaml, .yml or .json files")
-                )
-            files.extend(found)
-        elif path.is_file():
-            files.append(path)
-        else:
-            errors.append(ManifestError(Location(file=str(path)), "no such file or folder"))
+        try:
+            if path.is_dir():
+                found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+                if not found:
+                    errors.append(
+                        ManifestError(Location(file=str(path)), "folder holds no .yaml, .yml or .json files")
+                    )
+                files.extend(found)
+            elif path.is_file():
+                files.append(path)
+            else:
+                errors.append(ManifestError(Location(file=str(path)), "no such file or folder"))
+        except OSError as err:  # a name too long, a folder that cannot be listed
+            errors.append(
+                ManifestError(Location(file=str(path)[:200]), f"cannot read: {err.strerror or err}")
+            )
     return files, errors
 
 

@@ -23,11 +23,46 @@ MAX_SCORE_WEIGHT = 2**31 - 1
 _ARGUMENT_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, ArithmeticError)
 
 
+# The nested lists and mappings of a KubeSchedulerConfiguration that profiles are read from.
+_POINT: dict[str, Any] = {"enabled": [{}], "disabled": [{}]}
+_SHAPE: dict[str, Any] = {
+    "profiles": [
+        {
+            "plugins": {point: _POINT for point in ("multiPoint", "filter", "score")},
+            "pluginConfig": [{"args": {}}],
+        }
+    ]
+}
+
+
 def checked_profiles(raw: Any, *, source: str) -> dict[str, Profile]:
     """The profiles of a KubeSchedulerConfiguration document; ProfileError for anything wrong in it."""
-    profiles = profiles_from_config(raw, known_plugins=registry.known_plugins(), source=source)
+    if isinstance(raw, dict):
+        check_shape(raw, _SHAPE, source=source, path="")
+    try:
+        profiles = profiles_from_config(raw, known_plugins=registry.known_plugins(), source=source)
+    except (TypeError, AttributeError) as err:  # a shape the reader did not expect
+        raise ProfileError(f"{source}: not a KubeSchedulerConfiguration allot can read ({err})") from None
     check_plugin_args(profiles, source=source)
     return profiles
+
+
+def check_shape(value: Any, shape: Any, *, source: str, path: str) -> None:
+    """ProfileError at the first field that is not the list or mapping `shape` says it is (absent and
+    null fields are the reader's business). A shape `{}` or `[{}]` accepts any mapping, or any list
+    of mappings."""
+    if value is None:
+        return
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            raise ProfileError(f"{source}: {path}: expected a list, got {type(value).__name__}")
+        for index, item in enumerate(value):
+            check_shape(item, shape[0], source=source, path=f"{path}[{index}]")
+        return
+    if not isinstance(value, dict):
+        raise ProfileError(f"{source}: {path}: expected a mapping, got {type(value).__name__}")
+    for key, inner in shape.items():
+        check_shape(value.get(key), inner, source=source, path=f"{path}.{key}" if path else key)
 
 
 def check_plugin_args(profiles: Mapping[str, Profile], *, source: str) -> None:

@@ -19,11 +19,16 @@ from hypothesis import strategies as st
 
 from allot.cli.main import cli
 from allot.cluster.invariants import check
+from allot.cluster.state import ClusterState
 from allot.model.errors import ManifestErrors
 from allot.model.loader import load_text
+from allot.model.presets import gpu_sharing as gs
 from allot.model.quantity import Quantity
 from allot.plan.planner import plan
+from allot.scheduling.profile import Profile
+from builders import node
 from fuzzing import examples, memory_ceiling
+from sharing.helpers import hami_pod, hami_slice, schedule_all, scheduler, sharing_profile
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 INT64 = 2**63 - 1
@@ -263,3 +268,34 @@ def test_quotas_at_their_limits_load_and_report(tmp_path: Path, value: str) -> N
     for command in (["queues", str(path)], ["place", str(path)], ["queues", str(path), "-o", "json"]):
         result = CliRunner().invoke(cli, command)
         assert result.exit_code == 0, (command, result.output)
+
+
+POLICIES = ("FGD", "FGDPlus", "BestFit", "Packing", "DotProduct", "Clustering", "Random")
+
+
+@settings(max_examples=examples(30))
+@given(
+    gpu_memory=st.sampled_from(["16Gi", "17Gi", "8Ei", "1e19", "1e30", "1e400"]),
+    pod_memory_mib=st.sampled_from([1, 1024, 2**40, 10**15, 10**30]),
+    cpu=st.sampled_from(["64", "1e30"]),
+    policy=st.sampled_from(POLICIES),
+)
+def test_shared_gpus_at_their_limits_place_as_the_allocator_alone_does(
+    gpu_memory: str, pod_memory_mib: int, cpu: str, policy: str
+) -> None:
+    """GpuPlacement's tables hold saturated amounts; where they do, the allocator decides, so every
+    sharing policy places exactly the pods the plain DRA profile places."""
+
+    def cluster() -> ClusterState:
+        nodes = [node(f"n{i}", cpu=cpu, memory="1e30", labels={"name": f"n{i}"}) for i in range(2)]
+        slices = [hami_slice(f"n{i}", 2, memory=gpu_memory) for i in range(2)]
+        return ClusterState(nodes=nodes, slices=slices, classes=[gs.hami_device_class()])
+
+    pods = [hami_pod(f"p{i}", memory_mib=pod_memory_mib, cpu="1e20" if i % 2 else "1") for i in range(5)]
+    with memory_ceiling():
+        sharing = scheduler(cluster(), sharing_profile(policy))
+        placed = [type(o).__name__ for o in schedule_all(sharing, pods)]
+        plain = scheduler(cluster(), Profile())
+        expected = [type(o).__name__ for o in schedule_all(plain, pods)]
+    assert placed == expected
+    assert check(sharing.state) == []

@@ -64,8 +64,9 @@ def test_the_ceiling_is_enforced_in_the_child() -> None:
         outcome = tight.run(valid_cases()[0])
     finally:
         tight.close()
-    assert outcome.code == EXIT_INTERNAL and "internal error" in outcome.stderr
-    assert outcome.problems() == [f"exit status {EXIT_INTERNAL}"]
+    # Python reports the failed allocation as allot's internal error; a C library may abort instead.
+    assert (outcome.code == EXIT_INTERNAL and "internal error" in outcome.stderr) or outcome.signal is not None
+    assert outcome.problems()
 
 
 def test_the_inputs_the_fuzzers_start_from_run(worker: Worker) -> None:

@@ -216,7 +216,7 @@ def test_node_and_pod_resources_at_their_limits_compare_exactly(
     unit = 1_000_000 if resource == "cpu" else 1_000_000_000
     # kube-scheduler's accounting: milli-CPU and whole units of everything else, rounded up.
     exact_want = -(-want.nano // unit)
-    exact_have = have.nano // unit if resource != "cpu" else -(-have.nano // unit)
+    exact_have = -(-have.nano // unit)
     expected = 2 * exact_want <= exact_have
     placed = any(b.pod == "default/big" for b in result.bound)
     assert placed == expected, result.waiting

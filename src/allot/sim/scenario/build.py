@@ -182,7 +182,7 @@ def _known_jobs(arrival: Arrival, count: int | None) -> int | None:
     return exact if exact is not None else count
 
 
-def check_run_size(manifests: Manifests, workload: Workload, limits: RunLimits, *, source: str) -> None:
+def check_run_size(manifests: Manifests, workload: Workload, limits: RunLimits, *, where: Location) -> None:
     """ManifestErrors when the cluster or the workload is larger than `limits` allow."""
     problems: list[str] = []
     nodes = len(manifests.of_kind(Node))
@@ -194,7 +194,7 @@ def check_run_size(manifests: Manifests, workload: Workload, limits: RunLimits, 
     if pods > limits.pods:
         problems.append(too_many("pods", pods, limits.pods, "--max-pods"))
     if problems:
-        raise ManifestErrors([ManifestError(Location(file=source), problem) for problem in problems])
+        raise ManifestErrors([ManifestError(where, problem) for problem in problems])
 
 
 def _claim_gpus(claim: ResourceClaimSpec | None) -> float:
@@ -352,15 +352,16 @@ def prepare(
             reader.error(f"cluster.nodeEvents[{index}].node", f"no node named {event.node!r} in the cluster")
     reader.raise_if_errors()
     chosen = trace or scenario.trace
+    origin = reader.location("trace") if trace is None else Location(file="--trace")
     if chosen is not None:
         workload = trace_workload(
-            chosen, scenario, manifests, seed=run_seed, horizon=run_horizon, limits=limits
+            chosen, scenario, manifests, seed=run_seed, horizon=run_horizon, limits=limits, origin=origin
         )
         if workload.cluster is not None:
             manifests = _replace_cluster(manifests, workload.cluster)
     else:
         workload = template_workload(scenario, run_seed, manifests, run_horizon, limits)
-    check_run_size(manifests, workload, limits, source=f"trace {chosen.kind}" if chosen else scenario.file)
+    check_run_size(manifests, workload, limits, where=origin if chosen else Location(file=scenario.file))
     if run_horizon is not None:
         workload.jobs = [j for j in workload.jobs if j.arrival < run_horizon]
     classes = _classes(manifests)

@@ -29,7 +29,11 @@ def trace_workload(
     seed: int,
     horizon: float | None,
     limits: RunLimits = DEFAULT_LIMITS,
+    origin: Location | None = None,
 ) -> Workload:
+    """The trace's workload; ManifestErrors located at `origin` (the scenario's `trace` field, or the
+    --trace option) for a bad option, or at the trace file's line and column for a bad row."""
+    where = origin if origin is not None else Location(file="--trace")
     try:
         if spec.kind == "synthetic":
             return synthetic_workload(
@@ -44,13 +48,9 @@ def trace_workload(
                 spec.file or "default", spec.options, scenario, manifests, seed=seed, limits=limits
             )
     except TraceOptionError as err:
-        raise ManifestErrors([ManifestError(Location(file=f"trace {spec.kind}"), str(err))]) from None
+        raise ManifestErrors([ManifestError(where, f"trace {spec.kind}: {err}")]) from None
     raise ManifestErrors(
-        [
-            ManifestError(
-                Location(file=f"trace {spec.kind}"), "unknown trace; expected synthetic, philly or openb"
-            )
-        ]
+        [ManifestError(where, f"unknown trace {spec.kind!r}; expected synthetic, philly or openb")]
     )
 
 

@@ -83,7 +83,7 @@ def philly_workload(
         handle = open(path, encoding="utf-8", newline="")  # noqa: SIM115  (closed below)
     except (OSError, ValueError) as err:  # ValueError: a NUL in the path
         raise ManifestErrors([ManifestError(Location(file=path), f"cannot read: {err}")]) from None
-    rows: list[tuple[str, str, float, float, int, int]] = []
+    rows: list[tuple[int, str, str, float, float, int, int]] = []
     try:
         with handle:
             reader = csv.DictReader(handle)
@@ -104,7 +104,7 @@ def philly_workload(
                     raise TraceOptionError(too_many("jobs", len(rows), limits.jobs, "--max-jobs"))
                 parsed = _row(row, line, tenant_column, error)
                 if parsed is not None:
-                    rows.append(parsed)
+                    rows.append((line, *parsed))
                 if len(errors) >= MAX_ERRORS:
                     break
     except (UnicodeDecodeError, csv.Error) as err:
@@ -113,15 +113,23 @@ def philly_workload(
         raise ManifestErrors(errors[:MAX_ERRORS])
     if not rows:
         raise ManifestErrors([ManifestError(Location(file=path), "no jobs with a duration in the file")])
-    start = min(r[2] for r in rows)
+    first = min(rows, key=lambda r: r[3])
     builder = TraceBuilder(scenario, manifests, gpus_per_node=gpus_per_node)
-    for job_id, tenant, submit, duration, gpus, cpus in rows:
-        arrival = (submit - start) * scale
+    for line, job_id, tenant, submit, duration, gpus, cpus in rows:
+        arrival = (submit - first[3]) * scale
         if arrival > MAX_SECONDS:
-            raise TraceOptionError(
-                f"job {job_id!r} arrives {arrival:g} s after the first, more than {MAX_SECONDS:g} s (10 years)"
+            error(
+                line,
+                "submit_time",
+                f"arrives {arrival:g} s after the first job (line {first[0]}), more than {MAX_SECONDS:g} s "
+                "(10 years; timeScale included)",
             )
+            if len(errors) >= MAX_ERRORS:
+                break
+            continue
         builder.add(job_id, tenant, arrival, min(duration * scale, MAX_SECONDS), gpus, cpus)
+    if errors:
+        raise ManifestErrors(errors[:MAX_ERRORS])
     return builder.workload()
 
 

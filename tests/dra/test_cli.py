@@ -156,7 +156,7 @@ def test_bad_input(cluster: Path, tmp_path: Path) -> None:
     failed = CliRunner().invoke(allocate, ["--node", "gpu-node-1", str(cluster)])
     assert failed.exit_code == 1 and "could not retrieve device class nope" in failed.stderr
     features = CliRunner().invoke(allocate, ["--node", "gpu-node-1", "--features", "Bogus", str(cluster)])
-    assert features.exit_code == 1 and "unknown DRA feature" in features.stderr
+    assert features.exit_code == 2 and "unknown DRA feature" in features.stderr  # an option value: usage
 
 
 def test_features_option(cluster: Path) -> None:

@@ -65,7 +65,9 @@ def test_the_ceiling_is_enforced_in_the_child() -> None:
     finally:
         tight.close()
     # Python reports the failed allocation as allot's internal error; a C library may abort instead.
-    assert (outcome.code == EXIT_INTERNAL and "internal error" in outcome.stderr) or outcome.signal is not None
+    assert (
+        outcome.code == EXIT_INTERNAL and "internal error" in outcome.stderr
+    ) or outcome.signal is not None
     assert outcome.problems()
 
 

@@ -23,7 +23,9 @@ from agent.machines import build_sysfs, preset_slices
 RECORDINGS = Path(__file__).parent / "recordings"
 
 
-def agent_slices(tmp_path: Path, preset: str, recording: str, config: AgentConfig | None = None) -> list[ResourceSlice]:
+def agent_slices(
+    tmp_path: Path, preset: str, recording: str, config: AgentConfig | None = None
+) -> list[ResourceSlice]:
     node = f"{preset}-00"
     root = build_sysfs(tmp_path / "sys", SHAPES[preset], node)
     sources = open_sources(sysfs_root=root, recording=inventory.load(RECORDINGS / recording))
@@ -52,7 +54,9 @@ def test_mig_gpus_are_partitionable_devices_with_the_presets_counters(tmp_path: 
     expected = preset_slices(SHAPES["dgx-h100"], "dgx-h100-00", gpu_mode="mig")
     assert comparable(published) == comparable(expected)
     counters = [s for s in published if s.spec.shared_counters]
-    assert [c.name for s in counters for c in s.spec.shared_counters] == [f"gpu-{i}-counter-set" for i in range(8)]
+    assert [c.name for s in counters for c in s.spec.shared_counters] == [
+        f"gpu-{i}-counter-set" for i in range(8)
+    ]
 
 
 @pytest.mark.parametrize("mode", ["time-sliced", "shared"])

@@ -84,6 +84,9 @@ class Publisher:
     drivers: Collection[str]  # the drivers whose slices on this node the agent owns
     owner: OwnerReference | None = None
     published: dict[str, list[ResourceSlice]] = field(default_factory=dict)
+    # Highest generation written or seen per pool: a pool deleted by someone else comes back
+    # at a higher generation, never an old one.
+    generations: dict[str, int] = field(default_factory=dict)
 
     async def node_owner(self) -> OwnerReference | None:
         """The Node as the slices' owner (they go when it does); None where it cannot be read."""
@@ -131,8 +134,10 @@ class Publisher:
 
     async def _sync_pool(self, driver: str, desired: list[ResourceSlice]) -> PoolResult:
         current = self.published.get(driver, [])
-        generation = max((s.spec.pool.generation for s in current), default=0)
+        generation = max((s.spec.pool.generation for s in current), default=self.generations.get(driver, 0))
+        generation = max(generation, self.generations.get(driver, 0))
         if desired and current and _content(desired) == _content(current):
+            self.generations[driver] = generation
             return PoolResult(driver, generation, False, len(current))
         if desired:
             generation += 1
@@ -156,6 +161,7 @@ class Publisher:
                 except ApiError as err:
                     if err.status.code != 404:
                         raise
+        self.generations[driver] = generation
         if desired:
             self.published[driver] = desired
         else:

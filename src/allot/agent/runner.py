@@ -95,6 +95,11 @@ class Agent:
             log.warning("%s", problem)
         return devices
 
+    async def close(self) -> None:
+        """Let go of the API connection and of NVML; the published slices stay."""
+        await self.api.client.close()
+        self.sources.close()
+
     # -- steps ------------------------------------------------------------------------------
 
     async def start(self) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.machines import build_sysfs, preset_slices
 from allot.agent import inventory
 from allot.agent.node import AgentConfig
 from allot.agent.slices import all_slices, build_pools
@@ -18,7 +19,6 @@ from allot.agent.sources import open_sources
 from allot.model.codec import to_data
 from allot.model.presets.catalog import SHAPES
 from allot.model.resource import ResourceSlice
-from agent.machines import build_sysfs, preset_slices
 
 RECORDINGS = Path(__file__).parent / "recordings"
 

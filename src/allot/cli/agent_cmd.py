@@ -16,13 +16,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import click
-from lightkube.core.exceptions import ConfigError
 
 from allot.agent import inventory
-from allot.agent.client import make_client
 from allot.agent.node import CONFIGURABLE_MODES, AgentConfig, GpuMode
-from allot.agent.runner import AgentOptions
-from allot.agent.service import serve
 from allot.agent.slices import all_slices, build_pools
 from allot.agent.sources import Sources, open_sources
 from allot.cli.loading import EXIT_BAD_INPUT
@@ -170,6 +166,15 @@ def run(
     resync: float, poll: float, settle: float, metrics_address: str, verbose: bool,
 ) -> None:  # fmt: skip
     """Publish this node's devices and keep them true until SIGTERM (the slices stay)."""
+    try:  # the API client and metrics come with the `agent` extra; `discover` needs neither
+        from lightkube.core.exceptions import ConfigError
+
+        from allot.agent.client import make_client
+        from allot.agent.runner import AgentOptions
+        from allot.agent.service import serve
+    except ImportError as err:
+        click.echo(f"error: {err.name} is missing: pip install 'allot[agent]'", err=True)
+        raise SystemExit(EXIT_BAD_INPUT) from None
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

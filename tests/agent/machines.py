@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from allot.agent import inventory
+from allot.agent.inventory import GpuInventory
 from allot.model.presets.catalog import NodeShape
 from allot.model.presets.expand import expand_preset
 from allot.model.resource import ResourceSlice
@@ -129,3 +131,13 @@ def build_sysfs(root: Path, shape: NodeShape, node: str) -> Path:
             _write(topology / "physical_package_id", str(shape.sockets[index].socket))
             _write(topology / "thread_siblings_list", f"{min(cpu, sibling)},{max(cpu, sibling)}")
     return root
+
+
+RECORDINGS = Path(__file__).parent / "recordings"
+
+
+def recorded(name: str) -> GpuInventory:
+    """The NVML side of a hand-made recording in recordings/."""
+    gpus = inventory.load(RECORDINGS / name).gpus
+    assert gpus is not None
+    return gpus

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.machines import build_sysfs
-from allot.agent import inventory
+from agent.machines import build_sysfs, recorded
 from allot.agent.gpu_source import GpuStatus, HealthEvent, ReplayGpuSource
 from allot.agent.health import HealthTracker, xid_effect
 from allot.agent.inventory import GpuInventory
@@ -17,14 +16,6 @@ from allot.agent.runner import keep_lost
 from allot.agent.slices import build_pools
 from allot.agent.sysfs import read_host
 from allot.model.presets.catalog import SHAPES
-
-RECORDINGS = Path(__file__).parent / "recordings"
-
-
-def recorded(name: str) -> GpuInventory:
-    gpus = inventory.load(RECORDINGS / name).gpus
-    assert gpus is not None
-    return gpus
 
 
 def node_devices(tmp_path: Path, preset: str, recording: str) -> NodeDevices:

@@ -5,21 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agent.machines import recorded
 from agent.nvml_stand_in import stand_in, xid_event
-from allot.agent import inventory
 from allot.agent.gpu_source import GpuStatus, HealthEvent
-from allot.agent.inventory import GpuInventory, HostInventory
+from allot.agent.inventory import HostInventory
 from allot.agent.metrics import AgentMetrics
 from allot.agent.node import join
 from allot.agent.nvml import NvmlSource
-
-RECORDINGS = Path(__file__).parent / "recordings"
-
-
-def recorded(name: str) -> GpuInventory:
-    gpus = inventory.load(RECORDINGS / name).gpus
-    assert gpus is not None
-    return gpus
 
 
 def proc_with_mig_caps(root: Path) -> Path:

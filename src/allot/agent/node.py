@@ -19,6 +19,7 @@ the table cannot be offered safely and is left out, with a problem said.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,13 +50,17 @@ class AgentConfig:
 
     `sharing` maps a GPU (its index as a string, or its UUID) to its mode; `default_sharing` is
     the mode of the others. `nics` is `rdma` (functions with an RDMA device: what GPU workloads
-    ask for) or `all` (every physical network function with an interface)."""
+    ask for) or `all` (every physical network function with an interface); `exclude_nics` are
+    name patterns of interfaces or RDMA devices to leave out (the node's primary network, which
+    a pod must never be handed)."""
 
     default_sharing: GpuMode = "whole"
     sharing: Mapping[str, GpuMode] = field(default_factory=dict)
     replicas: int = 4
     nics: Literal["rdma", "all"] = "rdma"
     pci_ids: Path | None = None
+    # Interface or RDMA device names (shell patterns) never to publish: the node's own network.
+    exclude_nics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +248,9 @@ def _nics(host: HostInventory, config: AgentConfig) -> list[NicRecord]:
         interface = next((i for i in host.net if i.pci_address == function.address), None)
         rdma = next((r for r in host.rdma if r.pci_address == function.address), None)
         if rdma is None and (config.nics == "rdma" or interface is None):
+            continue
+        names = [x.name for x in (interface, rdma) if x is not None]
+        if any(fnmatch.fnmatchcase(name, pattern) for name in names for pattern in config.exclude_nics):
             continue
         slot = NicSlot(
             pci_address=function.address,

@@ -67,6 +67,9 @@ def _machine_options(function: Any) -> Any:
         click.option("--time-slicing-replicas", type=click.IntRange(min=1), default=4, show_default=True),
         click.option("--nics", type=click.Choice(["rdma", "all"]), default="rdma", show_default=True,
                      help="Publish NICs with an RDMA device only, or every physical network function."),
+        click.option("--exclude-nics", multiple=True, metavar="PATTERN",
+                     help="Never publish interfaces or RDMA devices matching this shell pattern (the node's "
+                     "primary network). Repeatable."),
         click.option("--pci-ids", type=click.Path(dir_okay=False, path_type=Path),
                      help="pci.ids database for NIC names (default: the system's)."),
     ]  # fmt: skip
@@ -86,11 +89,18 @@ def _open(sysfs_root: Path, proc_root: Path, replay: Path | None) -> Sources:
     return open_sources(sysfs_root=sysfs_root, proc_root=proc_root, recording=recording)
 
 
-def _config(gpu_sharing: tuple[str, ...], replicas: int, nics: str, pci_ids: Path | None) -> AgentConfig:
+def _config(
+    gpu_sharing: tuple[str, ...],
+    replicas: int,
+    nics: str,
+    exclude_nics: tuple[str, ...],
+    pci_ids: Path | None,
+) -> AgentConfig:
     default, per_gpu = _sharing(gpu_sharing)
     return AgentConfig(
-        default_sharing=default, sharing=per_gpu, replicas=replicas, nics=cast(Any, nics), pci_ids=pci_ids
-    )
+        default_sharing=default, sharing=per_gpu, replicas=replicas, nics=cast(Any, nics),
+        exclude_nics=exclude_nics, pci_ids=pci_ids,
+    )  # fmt: skip
 
 
 @click.group()
@@ -107,10 +117,11 @@ def agent() -> None:
 @click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
 def discover(
     node_name: str | None, sysfs_root: Path, proc_root: Path, replay: Path | None, gpu_sharing: tuple[str, ...],
-    time_slicing_replicas: int, nics: str, pci_ids: Path | None, record: Path | None, output: str,
+    time_slicing_replicas: int, nics: str, exclude_nics: tuple[str, ...], pci_ids: Path | None, record: Path | None,
+    output: str,
 ) -> None:  # fmt: skip
     """Print the ResourceSlices this machine would publish; nothing is sent anywhere."""
-    config = _config(gpu_sharing, time_slicing_replicas, nics, pci_ids)
+    config = _config(gpu_sharing, time_slicing_replicas, nics, exclude_nics, pci_ids)
     sources = _open(sysfs_root, proc_root, replay)
     try:
         node = node_name or socket.gethostname()
@@ -162,7 +173,8 @@ def discover(
 @click.option("-v", "--verbose", is_flag=True, help="Log every publish.")
 def run(
     node_name: str, sysfs_root: Path, proc_root: Path, replay: Path | None, gpu_sharing: tuple[str, ...],
-    time_slicing_replicas: int, nics: str, pci_ids: Path | None, kubeconfig: Path | None, qps: float, burst: int,
+    time_slicing_replicas: int, nics: str, exclude_nics: tuple[str, ...], pci_ids: Path | None,
+    kubeconfig: Path | None, qps: float, burst: int,
     resync: float, poll: float, settle: float, metrics_address: str, verbose: bool,
 ) -> None:  # fmt: skip
     """Publish this node's devices and keep them true until SIGTERM (the slices stay)."""
@@ -179,7 +191,7 @@ def run(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    config = _config(gpu_sharing, time_slicing_replicas, nics, pci_ids)
+    config = _config(gpu_sharing, time_slicing_replicas, nics, exclude_nics, pci_ids)
     sources = _open(sysfs_root, proc_root, replay)
     try:
         api = make_client(kubeconfig, qps=qps, burst=burst)

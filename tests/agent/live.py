@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from allot.agent.runner import Agent, AgentOptions
 from allot.agent.sources import open_sources
 from allot.model.presets.catalog import SHAPES
 from controlplane import ControlPlane
+from live.test_control_plane import make_ready
 
 RECORDINGS = Path(__file__).parent / "recordings"
 
@@ -26,14 +26,7 @@ def ready_node(plane: ControlPlane, name: str) -> str:
     plane.apply(
         f"apiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}\n"
     )
-    status = {
-        "status": {
-            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"},
-            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}],
-        }
-    }
-    plane.kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p", json.dumps(status))
+    make_ready(plane, name)
     return str(plane.get("node", name)["metadata"]["uid"])  # type: ignore[index]
 
 

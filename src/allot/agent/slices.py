@@ -79,23 +79,13 @@ def build_pools(
         )
         for n in devices.nics
     ]
-    if nics:
-        pools[NIC_DRIVER] = pool_slices(
-            node,
-            NIC_DRIVER,
-            devices=_tainted(NIC_DRIVER, nics, taints),
-            generation=generations.get(NIC_DRIVER, 1),
-            owner=owner,
-        )
     cpus = [cpu_device(c.socket) for c in devices.cpus]
-    if cpus:
-        pools[CPU_DRIVER] = pool_slices(
-            node,
-            CPU_DRIVER,
-            devices=_tainted(CPU_DRIVER, cpus, taints),
-            generation=generations.get(CPU_DRIVER, 1),
-            owner=owner,
-        )
+    for driver, found in ((NIC_DRIVER, nics), (CPU_DRIVER, cpus)):
+        if found:
+            tainted = _tainted(driver, found, taints)
+            pools[driver] = pool_slices(
+                node, driver, devices=tainted, generation=generations.get(driver, 1), owner=owner
+            )
     return pools
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from agent.live import agent, devices, generations, machine, once, ready_node, slices, started
 from allot.agent.gpu_source import GpuStatus, HealthEvent
-from allot.agent.inventory import HostInventory, NumaNode
+from allot.agent.inventory import HostInventory, NumaNode, PciFunction, RdmaDevice
 from allot.agent.sources import Sources
 from allot.model.presets.catalog import SHAPES
 from controlplane import ControlPlane
@@ -127,6 +127,39 @@ def test_pools_are_split_at_the_api_device_limit(control_plane: ControlPlane, tm
     assert {s["spec"]["pool"]["resourceSliceCount"] for s in cpu} == {2}
 
 
+def test_a_taint_lowers_the_split_to_64_devices(control_plane: ControlPlane, tmp_path: Path) -> None:
+    ready_node(control_plane, "pub-16")
+    root, gpus = machine(tmp_path, "pcie-l40s", "pub-16", "pcie-l40s.yaml")
+    a = agent(control_plane, root, gpus, "pub-16")
+    # 130 RDMA NICs (an SR-IOV-heavy box, say), one with its link down.
+    functions = [
+        PciFunction(address=f"0000:{i + 1:02x}:00.0", root=f"pci0000:{i + 1:02x}", vendor="0x15b3", device="0x1021",
+                    device_class="0x020700")
+        for i in range(130)
+    ]  # fmt: skip
+    rdma = [
+        RdmaDevice(name=f"mlx5_{i}", pci_address=f.address, ports={"1": "1: DOWN" if i == 7 else "4: ACTIVE"})
+        for i, f in enumerate(functions)
+    ]
+    a.sources = Sources(
+        gpu=gpus, sysfs_root=root, recorded_host=HostInventory(pci=tuple(functions), rdma=tuple(rdma))
+    )
+    a.refresh(inventory=True)
+
+    async def scenario() -> None:
+        async with started(a):
+            a.poll_health()
+            await a.publish()
+
+    asyncio.run(scenario())
+    nic = [s for s in slices(control_plane, "pub-16") if s["spec"]["driver"] == "dra.net"]
+    assert sorted(len(s["spec"]["devices"]) for s in nic) == [2, 64, 64]
+    assert (
+        devices(control_plane, "pub-16", "dra.net")["pci-0000-08-00-0"]["taints"][0]["key"]
+        == "dra.net/link-down"
+    )
+
+
 def test_the_api_server_rejects_what_the_split_avoids(control_plane: ControlPlane) -> None:
     devices_ = ", ".join(f"{{name: d{i}}}" for i in range(129))
     manifest = (
@@ -135,6 +168,11 @@ def test_the_api_server_rejects_what_the_split_avoids(control_plane: ControlPlan
     )
     with pytest.raises(Exception, match="128"):
         control_plane.apply(manifest)
+    tainted = "{name: t0, taints: [{key: k, effect: NoSchedule}]}, " + ", ".join(
+        f"{{name: t{i}}}" for i in range(1, 65)
+    )
+    with pytest.raises(Exception, match="64"):
+        control_plane.apply(manifest.replace(devices_, tainted))
 
 
 def test_shutdown_leaves_slices_and_a_restart_rewrites_nothing(

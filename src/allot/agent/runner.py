@@ -32,9 +32,9 @@ import msgspec
 from lightkube.core.exceptions import ApiError
 
 from allot.agent.client import ApiClient
-from allot.agent.gpu_source import GpuStatus
+from allot.agent.gpu_source import GpuSample, GpuStatus, HealthEvent
 from allot.agent.health import HealthTracker
-from allot.agent.inventory import GpuInventory
+from allot.agent.inventory import GpuInventory, HostInventory
 from allot.agent.metrics import AgentMetrics
 from allot.agent.node import AgentConfig, NodeDevices, join
 from allot.agent.publisher import Publisher
@@ -84,13 +84,13 @@ class Agent:
         self.publisher = Publisher(api, options.node, DRIVERS)
         self.gpu_inventory = sources.gpu.inventory()
         self.lost: set[str] = set()
-        self.devices = self._join()
+        self.devices = self._join(sources.host())
         self.health = HealthTracker(self.devices, settle=options.settle)
         self.wake = asyncio.Event()
         self.synced = asyncio.Event()  # set after each successful publish (tests wait on it)
 
-    def _join(self) -> NodeDevices:
-        devices = join(self.options.node, self.gpu_inventory, self.sources.host(), self.options.config)
+    def _join(self, host: HostInventory) -> NodeDevices:
+        devices = join(self.options.node, self.gpu_inventory, host, self.options.config)
         for problem in devices.problems:
             log.warning("%s", problem)
         return devices
@@ -117,28 +117,42 @@ class Agent:
         self.metrics.observe_health(keys, self.health.taints())
         self.synced.set()
 
-    def refresh(self, *, inventory: bool) -> None:
-        """Re-read sysfs (and NVML's inventory when `inventory`), re-join, keep conditions of kept devices."""
-        if inventory:
-            self.gpu_inventory, lost = keep_lost(self.gpu_inventory, self.sources.gpu.inventory())
-            self.lost = lost
-        self.devices = self._join()
+    # Reading (NVML, sysfs) may block: the loop does it in a thread and applies the result on
+    # the loop's own thread, so the health state is only ever touched from one thread.
+
+    def read(self, *, inventory: bool) -> tuple[GpuInventory | None, HostInventory]:
+        return (self.sources.gpu.inventory() if inventory else None), self.sources.host()
+
+    def apply_read(self, gpus: GpuInventory | None, host: HostInventory) -> None:
+        """New inventory (GPUs gone from NVML kept as lost), re-joined; conditions of kept devices stay."""
+        if gpus is not None:
+            self.gpu_inventory, self.lost = keep_lost(self.gpu_inventory, gpus)
+        self.devices = self._join(host)
         self.health.replace_devices(self.devices)
 
-    def poll_health(self) -> None:
-        now = self.clock()
-        gpu = self.sources.gpu
-        for record in self.devices.gpus:
-            status = (
-                GpuStatus(reachable=False) if record.gpu.uuid in self.lost else gpu.status(record.gpu.uuid)
-            )
-            self.health.on_gpu_status(record.gpu.uuid, status, now)
-        self.health.on_links(now)
-        self.metrics.observe_samples(self.devices, gpu.samples())
+    def refresh(self, *, inventory: bool) -> None:
+        self.apply_read(*self.read(inventory=inventory))
 
-    def handle_events(self, timeout: float) -> int:
-        """Wait up to `timeout` for NVML events and apply them; how many arrived."""
-        events = self.sources.gpu.wait_events(timeout)
+    def probe(self) -> tuple[dict[str, GpuStatus], list[GpuSample]]:
+        """Each GPU's status (lost ones unreachable without asking) and the GPU gauges."""
+        gpu = self.sources.gpu
+        statuses = {
+            r.gpu.uuid: GpuStatus(reachable=False) if r.gpu.uuid in self.lost else gpu.status(r.gpu.uuid)
+            for r in self.devices.gpus
+        }
+        return statuses, gpu.samples()
+
+    def apply_probe(self, statuses: dict[str, GpuStatus], samples: list[GpuSample]) -> None:
+        now = self.clock()
+        for uuid, status in statuses.items():
+            self.health.on_gpu_status(uuid, status, now)
+        self.health.on_links(now)
+        self.metrics.observe_samples(self.devices, samples)
+
+    def poll_health(self) -> None:
+        self.apply_probe(*self.probe())
+
+    def apply_events(self, events: list[HealthEvent]) -> int:
         now = self.clock()
         for event in events:
             self.metrics.observe_event(self.devices, event)
@@ -146,20 +160,23 @@ class Agent:
                 log.warning("GPU %s: %s %s", event.uuid, event.kind, event.xid or "")
         return len(events)
 
+    def handle_events(self, timeout: float) -> int:
+        """Wait up to `timeout` for NVML events and apply them; how many arrived."""
+        return self.apply_events(self.sources.gpu.wait_events(timeout))
+
     # -- loop ---------------------------------------------------------------------------------
 
-    async def _watch_events(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            if await asyncio.to_thread(self.handle_events, 0.5):
+    async def _watch_events(self, halt: asyncio.Event) -> None:
+        while not halt.is_set():
+            events = await asyncio.to_thread(self.sources.gpu.wait_events, 0.5)
+            if events and self.apply_events(events):
                 self.wake.set()
 
     async def _cycle(self, resync_due: bool) -> None:
+        self.apply_read(*await asyncio.to_thread(lambda: self.read(inventory=resync_due)))
         if resync_due:
-            self.refresh(inventory=True)
             await self.publisher.load()
-        else:
-            self.refresh(inventory=False)
-        await asyncio.to_thread(self.poll_health)
+        self.apply_probe(*await asyncio.to_thread(self.probe))
         await self.publish()
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -173,7 +190,8 @@ class Agent:
                 log.warning("first publish failed (%s); retrying in %.0f s", err, self.options.poll)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.options.poll)
-        watcher = asyncio.create_task(self._watch_events(stop))
+        halt = asyncio.Event()  # ends the event watcher however the loop ends
+        watcher = asyncio.create_task(self._watch_events(halt))
         next_resync = time.monotonic() + self.options.resync
         try:
             while not stop.is_set():
@@ -194,5 +212,6 @@ class Agent:
                     log.warning("sync failed (%s); retrying in %.0f s", err, self.options.poll)
                     next_resync = 0.0  # the server's state is unknown now: list it again first
         finally:
+            halt.set()
             await watcher
             log.info("stopped; the published slices stay in place")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from allot import __version__
+from allot.cli.agent_cmd import agent
 from allot.cli.allocate_cmd import allocate
 from allot.cli.experiment_cmd import experiment
 from allot.cli.place_cmd import place
@@ -27,6 +28,7 @@ cli.add_command(place)
 cli.add_command(queues)
 cli.add_command(preset)
 cli.add_command(experiment)
+cli.add_command(agent)
 
 
 def main() -> None:

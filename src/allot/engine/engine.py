@@ -42,6 +42,13 @@ from allot.scheduling.scheduler import Outcome, Placement, Scheduler, Unschedula
 from allot.scheduling.topology.tas import place_gang_in_topology, topology_request
 
 PREEMPTED_BY_POD = "Preempted by a higher-priority pod"
+# kube-scheduler's reason for a pod that still has scheduling gates (it is not tried at all).
+SCHEDULING_GATED = "SchedulingGated: waiting for scheduling gates: {gates}"
+
+
+def scheduling_gates(info: PodInfo) -> str:
+    """The pod's scheduling gates, comma-separated; empty when it may be scheduled."""
+    return ", ".join(gate.name for gate in info.pod.spec.scheduling_gates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +117,7 @@ class Engine:
             for info in self.state.pending()
             if self.ours(info)
             and self.queued(info)
+            and not info.pod.spec.scheduling_gates
             and info.key not in self._submitted
             and info.key not in self._workload_of_pod
         ]
@@ -134,6 +142,14 @@ class Engine:
 
     def workload_of(self, pod_key: str) -> str:
         return self._workload_of_pod.get(pod_key, "")
+
+    def pod_deleted(self, pod_key: str) -> None:
+        """A pod left the cluster for good: forget what the engine remembered of it, so a new pod
+        with the same name starts afresh (drivers call this after removing it from the state)."""
+        self._parked.pop(pod_key, None)
+        self._creation.pop(pod_key, None)
+        self._submitted.discard(pod_key)
+        self._original.pop(pod_key, None)
 
     # -- the cycle --------------------------------------------------------------------------
 
@@ -162,7 +178,15 @@ class Engine:
 
     def _schedule_pods(self, now: float, decisions: list[Decision]) -> None:
         state = self.state
-        pending = [i for i in state.pending() if self.ours(i) and not self.queued(i)]
+        pending = []
+        for info in state.pending():
+            if not self.ours(info):
+                continue
+            gates = scheduling_gates(info)
+            if gates:
+                decisions.append(Waiting(info.key, SCHEDULING_GATED.format(gates=gates)))
+            elif not self.queued(info):
+                pending.append(info)
         if not pending:
             return
         groups = gangs(pending)

@@ -10,6 +10,7 @@ as kube-scheduler does, so its Deployment starts a fresh replica that rebuilds f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import socket
@@ -47,10 +48,9 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        try:
+        # Not possible outside the main thread (a test running the scheduler in a thread).
+        with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop.set)
-        except (NotImplementedError, RuntimeError):
-            pass  # not the main thread (tests run the scheduler in a thread of their own)
     identity = settings.identity or f"{socket.gethostname()}_{uuid.uuid4()}"
     client = ApiClient.connect(settings.client)
     metrics = Metrics(profile=sorted(settings.profiles)[0] if settings.profiles else "allot")

@@ -99,7 +99,7 @@ def claim_template(
 
 
 def pod_manifest(name: str, *, namespace: str = "default", scheduler: str = "allot", cpu: str = "1",
-                 template: str | None = None, claim: str | None = None, priority: int | None = None,
+                 template: str | None = None, claim: str | None = None, priority_class: str | None = None,
                  labels: dict[str, str] | None = None, extra_spec: dict[str, Any] | None = None) -> str:  # fmt: skip
     container: dict[str, Any] = {"name": "main", "image": "registry.k8s.io/pause:3.10",
                                  "resources": {"requests": {"cpu": cpu}}}  # fmt: skip
@@ -116,8 +116,8 @@ def pod_manifest(name: str, *, namespace: str = "default", scheduler: str = "all
             entry["resourceClaimName"] = claim or ""
         spec["resourceClaims"] = [entry]
         container["resources"]["claims"] = [{"name": "gpu"}]
-    if priority is not None:
-        spec["priority"] = priority
+    if priority_class is not None:
+        spec["priorityClassName"] = priority_class
     spec.update(extra_spec or {})
     meta = {"name": name, "namespace": namespace, "labels": labels or {}}
     return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
@@ -236,3 +236,69 @@ class AllotProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+# Kinds in the order a cluster gets them: what pods need exists before the pods.
+_APPLY_ORDER = (
+    "Namespace", "PriorityClass", "DeviceClass", "Node", "ResourceSlice", "ResourceClaimTemplate",
+    "ResourceClaim", "PodDisruptionBudget",
+)  # fmt: skip
+_SERVER_FIELDS = ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink")
+
+
+def apply_manifests(plane: ControlPlane, text: str, *, scheduler: str | None = None) -> list[dict[str, Any]]:
+    """Create the objects of a multi-document YAML the way they would have been created: kinds in
+    dependency order, server fields dropped, Node status patched in, pods last (pending, with
+    `scheduler` as their schedulerName when given). Returns the documents applied."""
+    import yaml
+
+    documents = [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
+    expanded: list[dict[str, Any]] = []
+    for document in documents:
+        expanded.extend(
+            document.get("items") or [] if document.get("kind", "").endswith("List") else [document]
+        )
+    for document in expanded:
+        metadata = document.setdefault("metadata", {})
+        for key in _SERVER_FIELDS:
+            metadata.pop(key, None)
+        # Owners named by UID (a preset's slices owned by their Node) would not match the new objects.
+        metadata.pop("ownerReferences", None)
+        if document.get("kind") == "Pod":
+            document.get("spec", {}).pop("nodeName", None)
+            document.pop("status", None)
+            if scheduler is not None:
+                document["spec"]["schedulerName"] = scheduler
+        if document.get("kind") in ("ResourceClaim",):
+            document.pop("status", None)
+    order = {kind: i for i, kind in enumerate(_APPLY_ORDER)}
+    expanded.sort(key=lambda d: order.get(d.get("kind", ""), len(order)))
+    for document in expanded:
+        plane.apply(json.dumps(document))
+        if document.get("kind") == "Node" and document.get("status"):
+            status = {"status": document["status"]}
+            if not any(c.get("type") == "Ready" for c in status["status"].get("conditions") or []):
+                status["status"]["conditions"] = [
+                    {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}
+                ]
+            plane.kubectl(
+                "patch",
+                "node",
+                document["metadata"]["name"],
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                json.dumps(status),
+            )
+    return expanded
+
+
+def priority_class(name: str, value: int) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+    )

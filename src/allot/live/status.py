@@ -177,7 +177,8 @@ class StatusWriter:
         body = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{pod.name}.", "namespace": pod.namespace},
+            # client-go's naming: the object's name and the time in hex nanoseconds.
+            "metadata": {"name": f"{pod.name}.{time.time_ns():x}", "namespace": pod.namespace},
             "eventTime": now_rfc3339(micro=True),
             "reportingController": self.controller,
             "reportingInstance": self.instance,

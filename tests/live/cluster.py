@@ -302,3 +302,70 @@ def priority_class(name: str, value: int) -> str:
             "value": value,
         }
     )
+
+
+def metric(process: AllotProcess, name: str, **labels: str) -> float:
+    """One sample of allot's /metrics (0 when absent)."""
+    import re
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    found = re.search(r"/readyz on [0-9.]+:(\d+)", process.output())
+    if found is None:
+        raise AssertionError("allot's HTTP port is not in its log:\n" + process.output()[-2000:])
+    with urllib.request.urlopen(f"http://127.0.0.1:{found.group(1)}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    return 0.0
+
+
+def soundness(plane: ControlPlane, namespaces: Sequence[str]) -> list[str]:
+    """What must hold after any fault: no device in two claims, no allocated claim without a live
+    pod reserving it, every bound pod's claims allocated and reserved for it."""
+    problems = no_device_twice(plane, namespaces)
+    for namespace in namespaces:
+        live = {p["metadata"]["uid"]: p for p in pods(plane, namespace).values()}
+        by_name = claims(plane, namespace)
+        for name, claim in by_name.items():
+            status = claim.get("status") or {}
+            if not status.get("allocation"):
+                continue
+            reserved = status.get("reservedFor") or []
+            if not reserved:
+                problems.append(f"claim {namespace}/{name} is allocated and reserved for nobody")
+            for ref in reserved:
+                if ref.get("uid") not in live:
+                    problems.append(
+                        f"claim {namespace}/{name} is reserved for a pod that is gone ({ref.get('name')})"
+                    )
+        for pod in live.values():
+            if not pod["spec"].get("nodeName"):
+                continue
+            statuses = {
+                s["name"]: s.get("resourceClaimName")
+                for s in pod.get("status", {}).get("resourceClaimStatuses") or []
+            }
+            for entry in pod["spec"].get("resourceClaims") or []:
+                claim_name = entry.get("resourceClaimName") or statuses.get(entry["name"])
+                claim = by_name.get(claim_name or "")
+                status = (claim or {}).get("status") or {}
+                if not status.get("allocation") or pod["metadata"]["uid"] not in {
+                    r.get("uid") for r in status.get("reservedFor") or []
+                }:
+                    problems.append(
+                        f"bound pod {namespace}/{pod['metadata']['name']}: claim {claim_name} not allocated for it"
+                    )
+    return problems
+
+
+def pending_that_fit(plane: ControlPlane, path: Path, scheduler: str = "allot") -> list[str]:
+    """Pods left pending that `allot place` would place on the cluster as it is (none, when settled)."""
+    from allot.model.loader import load_paths
+    from allot.plan.planner import plan
+
+    result = plan(load_paths([dump_cluster(plane, path)]), scheduler_name=scheduler)
+    return sorted(b.pod for b in result.bound)

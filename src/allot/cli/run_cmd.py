@@ -69,6 +69,21 @@ def configure_logging(fmt: str, level: str) -> None:
 @click.option("--leader-elect-namespace", default="kube-system", show_default=True)
 @click.option("--leader-elect-name", default="allot-scheduler", show_default=True)
 @click.option(
+    "--leader-elect-lease-duration",
+    type=click.FloatRange(min=1),
+    default=15.0,
+    show_default=True,
+    help="Seconds a standby waits after the last renewal before taking over.",
+)
+@click.option(
+    "--leader-elect-renew-deadline",
+    type=click.FloatRange(min=0.5),
+    default=10.0,
+    show_default=True,
+    help="Seconds the leader keeps trying to renew before it stops.",
+)
+@click.option("--leader-elect-retry-period", type=click.FloatRange(min=0.1), default=2.0, show_default=True)
+@click.option(
     "--identity", default="", help="This replica's name in the Lease (default: hostname and a random suffix)."
 )
 @click.option(
@@ -105,6 +120,9 @@ def run(
     leader_elect: bool,
     leader_elect_namespace: str,
     leader_elect_name: str,
+    leader_elect_lease_duration: float,
+    leader_elect_renew_deadline: float,
+    leader_elect_retry_period: float,
     identity: str,
     kube_api_qps: float,
     kube_api_burst: int,
@@ -125,6 +143,13 @@ def run(
     from allot.live.leader import LeaseSettings
 
     configure_logging(log_format, log_level)
+    if (
+        leader_elect
+        and not leader_elect_retry_period < leader_elect_renew_deadline < leader_elect_lease_duration
+    ):
+        raise click.BadParameter(
+            "expected retry period < renew deadline < lease duration", param_hint="--leader-elect-*"
+        )
     if config_path is not None:
         profiles = load_profiles(config_path)
         if scheduler_name is not None and scheduler_name not in profiles:
@@ -138,7 +163,13 @@ def run(
         profiles=profiles,
         client=ClientOptions(kubeconfig=kubeconfig, context=context, qps=kube_api_qps, burst=kube_api_burst),
         leader_elect=leader_elect,
-        lease=LeaseSettings(namespace=leader_elect_namespace, name=leader_elect_name),
+        lease=LeaseSettings(
+            namespace=leader_elect_namespace,
+            name=leader_elect_name,
+            lease_duration=leader_elect_lease_duration,
+            renew_deadline=leader_elect_renew_deadline,
+            retry_period=leader_elect_retry_period,
+        ),
         identity=identity,
         bind_address=bind_address,
         port=port,

@@ -377,6 +377,16 @@ class ClusterState:
             self._put_claim(claimlib.with_reservation(claim, info.pod))
         self._occupy(info, index)
 
+    def release_claim(self, claim_key: str, pod_key: str) -> None:
+        """Take a pending pod's reservation off a claim and deallocate it when nobody else reserves it."""
+        info = self.pods[pod_key]
+        if info.node is not None:
+            raise StateError(f"pod {pod_key} is bound; its claims are in use")
+        claim = claimlib.without_reservation(self.claims[claim_key], info.pod)
+        self._put_claim(claim)
+        if not claim.status.reserved_for:
+            self.deallocate_claim(claim_key)
+
     def _count_release(self) -> None:
         # Journaled: a rolled-back release (a preemption that was only tried) must not wake parked pods.
         self.releases += 1

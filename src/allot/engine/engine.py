@@ -31,8 +31,9 @@ from allot.admission.events import Event, EventKind, ParkReason
 from allot.admission.flavors import Mode
 from allot.admission.state import AdmissionState
 from allot.admission.workload import Workload, parse_timestamp
+from allot.cluster.claims import pod_uid
 from allot.cluster.state import ClusterState, PodInfo
-from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
+from allot.engine.decisions import Admitted, Bound, CycleResult, Deallocated, Decision, Evicted, Waiting
 from allot.model.kueue import QUEUE_NAME_LABEL, Topology
 from allot.scheduling.framework import BoolArray
 from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gangs, place_gang
@@ -143,6 +144,10 @@ class Engine:
     def workload_of(self, pod_key: str) -> str:
         return self._workload_of_pod.get(pod_key, "")
 
+    def retry(self, pod_key: str) -> None:
+        """A waiting pod changed (its spec, labels or claims): try it in the next cycle."""
+        self._parked.pop(pod_key, None)
+
     def pod_deleted(self, pod_key: str) -> None:
         """A pod left the cluster for good: forget what the engine remembered of it, so a new pod
         with the same name starts afresh (drivers call this after removing it from the state)."""
@@ -238,9 +243,29 @@ class Engine:
             decisions.extend(victims)
             decisions.append(Bound(pod_key, outcome.node, outcome.allocations, outcome.score))
             return None
-        self._park(pod_key, outcome.message)
+        released = self._release_claims_of(pod_key)
+        if released:
+            # Tried again next cycle without the allocation that pinned it.
+            decisions.extend(released)
+        else:
+            self._park(pod_key, outcome.message)
         decisions.append(Waiting(pod_key, outcome.message))
         return outcome.message
+
+    def _release_claims_of(self, pod_key: str) -> list[Deallocated]:
+        """Allocated claims that only this pending, unschedulable pod reserves (or nobody does)."""
+        info = self.state.pods[pod_key]
+        uid = pod_uid(info.pod)
+        released: list[Deallocated] = []
+        for _, claim_key in info.claims:
+            claim = self.state.claims.get(claim_key)
+            if claim is None or claim.status.allocation is None:
+                continue
+            if any(ref.uid != uid for ref in claim.status.reserved_for):
+                continue
+            self.state.release_claim(claim_key, pod_key)
+            released.append(Deallocated(claim_key, pod_key))
+        return released
 
     def _topology_with(self, level: str) -> Topology | None:
         """The Topology (first by name) that has `level` among its levels."""

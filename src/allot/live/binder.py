@@ -183,6 +183,39 @@ class Binder:
             PODS.path("v1", namespace=pod.namespace, name=pod.name, subresource="binding"), body
         )
 
+    # -- claims released for pods that cannot use them -----------------------------------
+
+    def release(self, claim_key: str, pod_uid_: str) -> asyncio.Task[None]:
+        """Write a deallocation the engine decided (`Deallocated`): allocation cleared, the pod's
+        reservation removed, based on the version the API holds (a conflict restores it)."""
+        self.cache.guard(claim_key)
+        task = asyncio.get_running_loop().create_task(
+            self._release(claim_key, pod_uid_), name=f"release {claim_key}"
+        )
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    async def _release(self, key: str, uid: str) -> None:
+        current = self.cache.stores[RESOURCE_CLAIMS].get(key)
+        if not isinstance(current, ResourceClaim):
+            self.cache.release_guard(key)
+            return
+        reserved = [to_data(r) for r in current.status.reserved_for if r.uid != uid]
+        status: dict[str, Any] = {"reservedFor": reserved}
+        if not reserved:
+            status["allocation"] = None
+        path = RESOURCE_CLAIMS.path("v1", namespace=current.namespace, name=current.name) + "/status"
+        try:
+            patched = await self.client.patch(
+                path, {"metadata": {"resourceVersion": current.metadata.resource_version}, "status": status}
+            )
+        except ApiError as error:
+            log.info("could not release claim %s: %s", key, error)
+            self.cache.release_guard(key)
+            return
+        self.cache.claim_written(key, patched["metadata"]["resourceVersion"])
+
     # -- undo ------------------------------------------------------------------------------
 
     async def _undo(self, flight: Flight, written: list[tuple[str, bool]]) -> dict[str, str]:

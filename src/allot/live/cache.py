@@ -82,6 +82,8 @@ class BatchSummary:
     """What a batch of events changed, for the scheduler's bookkeeping and metrics."""
 
     pods_removed: list[str] = field(default_factory=list)
+    # Pending pods whose record or claims changed: they may fit now.
+    pods_changed: set[str] = field(default_factory=set)
     bindings_confirmed: list[str] = field(default_factory=list)
     flights_aborted: list[str] = field(default_factory=list)
     kueue_changed: bool = False
@@ -181,7 +183,7 @@ class LiveCache:
             if kind is PODS:
                 self._on_pod(event, summary)
             elif kind is RESOURCE_CLAIMS:
-                self._on_claim(event)
+                self._on_claim(event, summary)
             elif kind is NODES:
                 old = event.old
                 if not (
@@ -272,6 +274,7 @@ class LiveCache:
                 # The state holds a placement the API never had and nothing is writing: stale.
                 self._restore_claims(state.forget(key))
             state.update_pod(pod)
+            summary.pods_changed.add(key)
         self._index_missing(key)
 
     def _pod_gone(self, key: str, summary: BatchSummary) -> None:
@@ -310,7 +313,7 @@ class LiveCache:
 
     # -- claims ----------------------------------------------------------------------------
 
-    def _on_claim(self, event: WatchEvent) -> None:
+    def _on_claim(self, event: WatchEvent, summary: BatchSummary) -> None:
         claim = event.obj
         assert isinstance(claim, ResourceClaim)
         key = claim.key
@@ -322,22 +325,26 @@ class LiveCache:
         if event.type is EventType.DELETED:
             self._drop_claim(key)
         else:
-            self._apply_claim(claim)
+            summary.pods_changed.update(self._apply_claim(claim))
 
-    def _apply_claim(self, claim: ResourceClaim) -> None:
+    def _apply_claim(self, claim: ResourceClaim) -> list[str]:
+        """Apply the API's version of a claim; the pending pods that were waiting for it."""
         state = self.state_or_fail()
         victims = {ref.name for ref in claim.status.reserved_for if ref.resource == "pods"}
         held = [v for v in victims if f"{claim.namespace}/{v}" in self.evicting]
         if held:
             for victim in held:
                 self._held_for_victims.setdefault(f"{claim.namespace}/{victim}", set()).add(claim.key)
-            return
+            return []
         state.apply_claim(claim)
+        woken: list[str] = []
         for pod_key in sorted(self._waiting_for_claim.pop(claim.key, set())):
             info = state.pods.get(pod_key)
             if info is not None and info.node is None:
                 state.update_pod(info.pod)
                 self._index_missing(pod_key)
+                woken.append(pod_key)
+        return woken
 
     def _drop_claim(self, key: str) -> None:
         self.state_or_fail().drop_claim(key)
@@ -400,6 +407,10 @@ class LiveCache:
         for key in claims:
             self.guards[key] = ClaimGuard()
         return flight
+
+    def guard(self, key: str) -> None:
+        """Hold a claim's API versions back while allot writes it."""
+        self.guards[key] = ClaimGuard()
 
     def claim_written(self, key: str, resource_version: str) -> None:
         """Our write of a claim produced `resource_version`: apply the API's version once seen."""

@@ -17,9 +17,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from allot.engine.decisions import Admitted, Bound, CycleResult, Waiting
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
     from allot.engine.engine import Engine
     from allot.live.binder import BindResult
     from allot.live.cache import LiveCache
+    from allot.live.reflector import Reflector
 
 _LATENCY_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30)
 
@@ -79,6 +82,19 @@ class Metrics:
             "allot_cluster_queue_weighted_share", "Kueue's weighted share of each ClusterQueue.",
             ["cluster_queue"], registry=r,
         )  # fmt: skip
+        self.informer = Gauge(
+            "allot_informer_lists", "Lists per watched kind since start, by why (start, gone: 410 after compaction).",
+            ["kind", "reason"], registry=r,
+        )  # fmt: skip
+        self.reconnects = Gauge(
+            "allot_informer_reconnects",
+            "Watches restarted after the server could not be reached.",
+            ["kind"],
+            registry=r,
+        )
+        self.api_requests = Gauge(
+            "allot_api_requests", "API requests since start, by verb.", ["verb"], registry=r
+        )
         self._victims_this_cycle = 0
 
     def exposition(self) -> bytes:
@@ -113,6 +129,15 @@ class Metrics:
 
     def admitted(self, decision: Admitted) -> None:
         self.admissions.labels(decision.cluster_queue).inc()
+
+    def observe_informers(self, reflectors: Iterable[Reflector], requests: Mapping[str, int]) -> None:
+        for reflector in reflectors:
+            kind = reflector.kind.plural
+            self.informer.labels(kind, "start").set(reflector.lists - reflector.relists_after_gone)
+            self.informer.labels(kind, "gone").set(reflector.relists_after_gone)
+            self.reconnects.labels(kind).set(reflector.reconnects)
+        for verb, count in requests.items():
+            self.api_requests.labels(verb).set(count)
 
     def observe_state(self, cache: LiveCache, engine: Engine) -> None:
         """Gauges read from the state after a cycle (cheap: counts over pods and claims)."""

@@ -27,8 +27,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from allot.admission.state import AdmissionState
+from allot.cluster.claims import pod_uid
 from allot.cluster.state import ClusterState
-from allot.engine.decisions import Admitted, Bound, CycleResult, Evicted, Waiting
+from allot.engine.decisions import Admitted, Bound, CycleResult, Deallocated, Evicted, Waiting
 from allot.engine.engine import Engine, EnginePolicy
 from allot.live.binder import Binder, BindResult
 from allot.live.cache import BatchSummary, LiveCache
@@ -281,8 +282,14 @@ class LiveScheduler:
         self.cycles += 1
         self.readiness.last_cycle = now
         self.metrics.cycle(time.perf_counter() - started, result)
+        log.debug(
+            "cycle %d: %d events, %d bound, %d evicted, %d waiting (%.1f ms)",
+            self.cycles, len(events), len(result.bound), len(result.evicted), len(result.waiting),
+            (time.perf_counter() - started) * 1000,
+        )  # fmt: skip
         self._dispatch(result, now)
         self.metrics.observe_state(self.cache, engine)
+        self.metrics.observe_informers(self.reflectors.values(), self.client.requests)
         return result
 
     def _after_batch(self, summary: BatchSummary, now: float) -> None:
@@ -291,6 +298,8 @@ class LiveScheduler:
         for key in summary.pods_removed:
             engine.pod_deleted(key)
             self.status.forget(key)
+        for key in sorted(summary.pods_changed):
+            engine.retry(key)
         if summary.kueue_changed:
             self._rebuild_admission()
         if summary.flights_aborted:
@@ -317,6 +326,10 @@ class LiveScheduler:
                     self.status.waiting(info.pod, decision.reason)
             elif isinstance(decision, Admitted):
                 self.metrics.admitted(decision)
+            elif isinstance(decision, Deallocated):
+                info = state.pods.get(decision.pod)
+                if info is not None:
+                    self.binder.release(decision.claim, pod_uid(info.pod))
 
     def _evict(self, decision: Evicted) -> None:
         pod = self.cache.stores.get(PODS, {}).get(decision.pod)

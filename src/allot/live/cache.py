@@ -105,6 +105,16 @@ def _node_shape(node: Node) -> tuple[object, ...]:
     )
 
 
+def _same_spec(old: Object | None, new: Object) -> bool:
+    if old is None:
+        return False
+    return bool(
+        getattr(old, "spec", None) == getattr(new, "spec", None)
+        and old.metadata.labels == new.metadata.labels
+        and old.metadata.deletion_timestamp == new.metadata.deletion_timestamp
+    )
+
+
 class LiveCache:
     """See the module docstring. All methods run on the scheduler's one event loop thread."""
 
@@ -208,7 +218,9 @@ class LiveCache:
                     n.name: n for n in self._all(NAMESPACES) if isinstance(n, Namespace)
                 }
             elif kind in KUEUE_KINDS:
-                summary.kueue_changed = True
+                # Status writes (allot's own, for queues) change nothing admission reads.
+                if not (event.type is EventType.MODIFIED and _same_spec(event.old, event.obj)):
+                    summary.kueue_changed = True
         if self._nodes_dirty:
             self._rebuild_nodes(summary)
         if self._devices_dirty:

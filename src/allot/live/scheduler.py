@@ -38,6 +38,7 @@ from allot.live.eviction import Evictor
 from allot.live.kinds import CLUSTER_QUEUES, CORE_KINDS, KUEUE_KINDS, OPTIONAL_KINDS, PODS, Kind
 from allot.live.kueue import admission_from_cluster
 from allot.live.metrics import Metrics
+from allot.live.queue_status import QueueStatusWriter
 from allot.live.reflector import Reflector, WatchEvent
 from allot.live.status import StatusWriter
 from allot.model.core import Pod
@@ -99,6 +100,7 @@ class LiveScheduler:
         self.evictor = Evictor(
             client, scheduler_name=self._controller_name(), on_failed=self._victim_survived
         )
+        self.queue_status = QueueStatusWriter(client)
         self.binder = Binder(client, self.cache, on_done=self._bound, victim_timeout=options.victim_timeout)
         self.may_schedule: Callable[[], bool] = lambda: True
         self.cycles = 0
@@ -290,6 +292,9 @@ class LiveScheduler:
         self._dispatch(result, now)
         self.metrics.observe_state(self.cache, engine)
         self.metrics.observe_informers(self.reflectors.values(), self.client.requests)
+        if engine.admission is not None:
+            versions = {kind.plural: r.version for kind, r in self.reflectors.items()}
+            self.queue_status.update(engine.admission, versions)
         return result
 
     def _after_batch(self, summary: BatchSummary, now: float) -> None:
@@ -371,3 +376,4 @@ class LiveScheduler:
         await self.binder.drain()
         await self.evictor.drain()
         await self.status.stop(flush=True)
+        await self.queue_status.stop()

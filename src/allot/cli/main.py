@@ -11,6 +11,7 @@ from allot.cli.experiment_cmd import experiment
 from allot.cli.place_cmd import place
 from allot.cli.preset_cmd import preset
 from allot.cli.queues_cmd import queues
+from allot.cli.run_cmd import run
 from allot.cli.simulate_cmd import simulate
 from allot.cli.validate_cmd import validate
 
@@ -29,6 +30,7 @@ cli.add_command(queues)
 cli.add_command(preset)
 cli.add_command(experiment)
 cli.add_command(agent)
+cli.add_command(run)
 
 
 def main() -> None:

@@ -217,10 +217,11 @@ class LiveCache:
                 self.state_or_fail().namespaces = {
                     n.name: n for n in self._all(NAMESPACES) if isinstance(n, Namespace)
                 }
-            elif kind in KUEUE_KINDS:
+            elif kind in KUEUE_KINDS and not (
                 # Status writes (allot's own, for queues) change nothing admission reads.
-                if not (event.type is EventType.MODIFIED and _same_spec(event.old, event.obj)):
-                    summary.kueue_changed = True
+                event.type is EventType.MODIFIED and _same_spec(event.old, event.obj)
+            ):
+                summary.kueue_changed = True
         if self._nodes_dirty:
             self._rebuild_nodes(summary)
         if self._devices_dirty:

@@ -64,34 +64,73 @@ def test_no_module_imports_through_importlib() -> None:
     assert not hidden
 
 
-def _top_level_imports() -> set[str]:
-    found: set[str] = set()
-    for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                found.update(alias.name.split(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                found.add(node.module.split(".")[0])
-    return found
+# Packages that are a feature of their own, and the extra that installs what they import.
+FEATURE_EXTRAS = {"allot.live": "live", "allot.agent": "agent"}
+
+
+def _imports(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """(modules imported at module level, modules imported inside functions), top-level names."""
+    eager: set[str] = set()
+    lazy: set[str] = set()
+
+    def visit(node: ast.AST, inside: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            names: list[str] = []
+            if isinstance(child, ast.Import):
+                names = [alias.name for alias in child.names]
+            elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                names = [child.module]
+            (lazy if inside else eager).update(name.split(".")[0] for name in names)
+            visit(child, inside or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef))
+
+    visit(tree, False)
+    return eager, lazy
 
 
 def _distribution(requirement: str) -> str:
     return re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower().replace("_", "-")
 
 
+def _unprovided(modules: set[str], allowed: set[str]) -> set[str]:
+    """The third-party modules no distribution in `allowed` provides."""
+    by_module = importlib.metadata.packages_distributions()
+    return {
+        module
+        for module in modules
+        if module not in sys.stdlib_module_names
+        and module != "allot"
+        and not {_distribution(d) for d in by_module.get(module, [module])} & allowed
+    }
+
+
+def _providers(modules: set[str], declared: set[str]) -> set[str]:
+    by_module = importlib.metadata.packages_distributions()
+    return {_distribution(d) for module in modules for d in by_module.get(module, [])} & declared
+
+
 def test_runtime_dependencies_are_exactly_what_the_package_imports() -> None:
-    """`pip install .` brings what allot imports; features that import more name them in extras."""
+    """`pip install .` brings what allot imports; a feature that imports more (the live scheduler,
+    the node agent) names it in its extra, and code outside it imports that only lazily."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     declared = {_distribution(r) for r in project["dependencies"]}
-    by_module = importlib.metadata.packages_distributions()
-    imported = {
-        _distribution(dist)
-        for module in _top_level_imports()
-        for dist in by_module.get(module, [])
-        if module not in sys.stdlib_module_names and module != "allot"
+    extras = {
+        name: {_distribution(r) for r in reqs} for name, reqs in project["optional-dependencies"].items()
     }
-    assert imported - declared == set(), "imported but not a runtime dependency"
-    assert declared - imported == set(), "a runtime dependency nothing imports (move it to an extra)"
-    extras = project["optional-dependencies"]
-    assert {"live", "agent"} <= set(extras)
-    assert any(_distribution(r) == "allot" and "live" in r and "agent" in r for r in extras["test"])
+    any_extra = set().union(*(extras[e] for e in FEATURE_EXTRAS.values()))
+    used: set[str] = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path)
+        feature = next(
+            (e for p, e in FEATURE_EXTRAS.items() if module == p or module.startswith(p + ".")), None
+        )
+        eager, lazy = _imports(ast.parse(path.read_text(encoding="utf-8")))
+        allowed = declared | (extras[feature] if feature else set())
+        assert not _unprovided(eager, allowed), f"{module} imports what its install lacks"
+        assert not _unprovided(lazy, allowed | any_extra), f"{module} imports what no extra installs"
+        if feature is None:
+            used |= _providers(eager, declared)
+    assert declared - used == set(), "a runtime dependency that only features use belongs in their extra"
+    assert any(
+        _distribution(r) == "allot" and "live" in r and "agent" in r
+        for r in project["optional-dependencies"]["test"]
+    )

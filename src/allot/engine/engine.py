@@ -31,8 +31,9 @@ from allot.admission.events import Event, EventKind, ParkReason
 from allot.admission.flavors import Mode
 from allot.admission.state import AdmissionState
 from allot.admission.workload import Workload, parse_timestamp
+from allot.cluster.claims import pod_uid
 from allot.cluster.state import ClusterState, PodInfo
-from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
+from allot.engine.decisions import Admitted, Bound, CycleResult, Deallocated, Decision, Evicted, Waiting
 from allot.model.kueue import QUEUE_NAME_LABEL, Topology
 from allot.scheduling.framework import BoolArray
 from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gangs, place_gang
@@ -42,6 +43,13 @@ from allot.scheduling.scheduler import Outcome, Placement, Scheduler, Unschedula
 from allot.scheduling.topology.tas import place_gang_in_topology, topology_request
 
 PREEMPTED_BY_POD = "Preempted by a higher-priority pod"
+# kube-scheduler's reason for a pod that still has scheduling gates (it is not tried at all).
+SCHEDULING_GATED = "SchedulingGated: waiting for scheduling gates: {gates}"
+
+
+def scheduling_gates(info: PodInfo) -> str:
+    """The pod's scheduling gates, comma-separated; empty when it may be scheduled."""
+    return ", ".join(gate.name for gate in info.pod.spec.scheduling_gates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +118,7 @@ class Engine:
             for info in self.state.pending()
             if self.ours(info)
             and self.queued(info)
+            and not info.pod.spec.scheduling_gates
             and info.key not in self._submitted
             and info.key not in self._workload_of_pod
         ]
@@ -140,6 +149,18 @@ class Engine:
         admitted Kueue workload takes its whole workload with it. Returns every pod evicted."""
         return self._evict_pod(pod_key, reason, "", now)
 
+    def retry(self, pod_key: str) -> None:
+        """A waiting pod changed (its spec, labels or claims): try it in the next cycle."""
+        self._parked.pop(pod_key, None)
+
+    def pod_deleted(self, pod_key: str) -> None:
+        """A pod left the cluster for good: forget what the engine remembered of it, so a new pod
+        with the same name starts afresh (drivers call this after removing it from the state)."""
+        self._parked.pop(pod_key, None)
+        self._creation.pop(pod_key, None)
+        self._submitted.discard(pod_key)
+        self._original.pop(pod_key, None)
+
     # -- the cycle --------------------------------------------------------------------------
 
     def cycle(self, now: float = 0.0) -> CycleResult:
@@ -167,7 +188,15 @@ class Engine:
 
     def _schedule_pods(self, now: float, decisions: list[Decision]) -> None:
         state = self.state
-        pending = [i for i in state.pending() if self.ours(i) and not self.queued(i)]
+        pending = []
+        for info in state.pending():
+            if not self.ours(info):
+                continue
+            gates = scheduling_gates(info)
+            if gates:
+                decisions.append(Waiting(info.key, SCHEDULING_GATED.format(gates=gates)))
+            elif not self.queued(info):
+                pending.append(info)
         if not pending:
             return
         groups = gangs(pending)
@@ -219,9 +248,29 @@ class Engine:
             decisions.extend(victims)
             decisions.append(Bound(pod_key, outcome.node, outcome.allocations, outcome.score))
             return None
-        self._park(pod_key, outcome.message)
+        released = self._release_claims_of(pod_key)
+        if released:
+            # Tried again next cycle without the allocation that pinned it.
+            decisions.extend(released)
+        else:
+            self._park(pod_key, outcome.message)
         decisions.append(Waiting(pod_key, outcome.message))
         return outcome.message
+
+    def _release_claims_of(self, pod_key: str) -> list[Deallocated]:
+        """Allocated claims that only this pending, unschedulable pod reserves (or nobody does)."""
+        info = self.state.pods[pod_key]
+        uid = pod_uid(info.pod)
+        released: list[Deallocated] = []
+        for _, claim_key in info.claims:
+            claim = self.state.claims.get(claim_key)
+            if claim is None or claim.status.allocation is None:
+                continue
+            if any(ref.uid != uid for ref in claim.status.reserved_for):
+                continue
+            self.state.release_claim(claim_key, pod_key)
+            released.append(Deallocated(claim_key, pod_key))
+        return released
 
     def _topology_with(self, level: str) -> Topology | None:
         """The Topology (first by name) that has `level` among its levels."""

@@ -21,7 +21,7 @@ from allot.admission.state import AdmissionState
 from allot.cluster.invariants import check
 from allot.cluster.state import ClusterState
 from allot.dra import AllocationError, Allocator, NoAllocation
-from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
+from allot.engine.decisions import Admitted, Bound, CycleResult, Deallocated, Decision, Evicted, Waiting
 from allot.engine.engine import Engine, EnginePolicy
 from allot.model.base import Object
 from allot.model.core import Pod, PodResourceClaimStatus
@@ -108,7 +108,7 @@ def plan(
                 result.waiting.pop(decision.pod, None)
         if check_invariants:
             result.violations.extend(check(engine.state))
-        if not outcome.bound and not outcome.evicted:
+        if not outcome.bound and not outcome.evicted and not outcome.of(Deallocated):
             break
     result.waiting = {k: v for k, v in result.waiting.items() if not engine.state.pods[k].bound}
     return result

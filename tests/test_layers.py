@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import re
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -134,3 +135,25 @@ def test_runtime_dependencies_are_exactly_what_the_package_imports() -> None:
         _distribution(r) == "allot" and "live" in r and "agent" in r
         for r in project["optional-dependencies"]["test"]
     )
+
+
+def test_the_command_runs_without_the_extras() -> None:
+    """With none of the extras' modules importable, `allot` still loads and runs; `allot run` says
+    which extra it needs."""
+    blocked = ("lightkube", "httpx2", "aiohttp", "prometheus_client", "pynvml")
+    code = (
+        "import sys\n"
+        f"for name in {blocked!r}: sys.modules[name] = None\n"
+        "from allot.cli.main import main\n"
+        "sys.argv = ['allot', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    validate = subprocess.run(
+        [sys.executable, "-c", code, "validate", str(ROOT / "examples" / "cluster")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert validate.returncode == 0, validate.stderr
+    run = subprocess.run([sys.executable, "-c", code, "run"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "allot run needs the live extra" in run.stderr

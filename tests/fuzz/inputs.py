@@ -377,7 +377,10 @@ BASE_ARGV: dict[str, list[str]] = {
     "validate": ["cluster.yaml"],
     "preset": ["dgx-h100"],
     "experiment fragmentation": ["--pods", "5", "--seeds", "42", "--policy", "FGD", "--no-plots"],
+    "agent run": ["--node-name", "n1"],
 }
+# Commands that serve a cluster: without one (the harness gives them none) they can only fail, at once.
+SERVERS = ("run", "agent run")
 OPTION_VALUES: list[str] = [
     *(str(v) for v in INTEGERS),
     "nan",
@@ -476,5 +479,6 @@ def valid_cases() -> list[Case]:
         *(
             Case([*name.split(), *argv], {"cluster.yaml": cluster, "scenario.yaml": scenario})
             for name, argv in BASE_ARGV.items()
+            if name not in SERVERS
         ),
     ]

@@ -99,8 +99,15 @@ class Worker:
     def __init__(self, *, ceiling: int = MEMORY_CEILING) -> None:
         self.ceiling = ceiling
         self.scratch = Path(tempfile.mkdtemp(prefix="allot-fuzz-"))
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "120"}
-        env.pop("ALLOT_TRACEBACK", None)
+        # No API server: `allot run` and `allot agent run` must fail at once, never reach a cluster.
+        env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "COLUMNS": "120",
+            "KUBECONFIG": str(self.scratch / "no-such-kubeconfig"),
+        }
+        for name in ("ALLOT_TRACEBACK", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
+            env.pop(name, None)
         self.process = subprocess.Popen(
             [sys.executable, str(WORKER)],
             stdin=subprocess.PIPE,

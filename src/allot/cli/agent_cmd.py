@@ -21,7 +21,7 @@ from allot.agent import inventory
 from allot.agent.node import CONFIGURABLE_MODES, AgentConfig, GpuMode
 from allot.agent.slices import all_slices, build_pools
 from allot.agent.sources import Sources, open_sources
-from allot.cli.loading import EXIT_BAD_INPUT
+from allot.cli.exits import EXIT_BAD_INPUT
 from allot.model.codec import dump_json, dump_yaml
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from allot.cli.exits import bad_input
 from allot.cli.profiles import load_profiles
 from allot.scheduling.profile import Profile
 
@@ -137,10 +138,17 @@ def run(
     The same engine as `allot simulate` and `allot place`: Kueue admission where a pod names a
     LocalQueue, gangs, DRA, topology, GPU sharing and preemption. See docs/live.md.
     """
-    from allot.live.app import LeadershipLost, RunSettings
-    from allot.live.app import run as run_live
-    from allot.live.client import ClientOptions
-    from allot.live.leader import LeaseSettings
+    try:
+        from lightkube.core.exceptions import ConfigError
+
+        from allot.live.app import LeadershipLost, RunSettings
+        from allot.live.app import run as run_live
+        from allot.live.client import ClientOptions
+        from allot.live.leader import LeaseSettings
+    except ImportError as err:
+        bad_input(
+            [f"allot run needs the live extra (pip install 'allot[live]'): {err}"], "nothing was scheduled"
+        )
 
     configure_logging(log_format, log_level)
     if (
@@ -151,7 +159,7 @@ def run(
             "expected retry period < renew deadline < lease duration", param_hint="--leader-elect-*"
         )
     if config_path is not None:
-        profiles = load_profiles(config_path)
+        profiles = load_profiles(config_path, not_done="nothing was scheduled")
         if scheduler_name is not None and scheduler_name not in profiles:
             raise click.BadParameter(
                 f"no profile named {scheduler_name!r} in {config_path}", param_hint="--scheduler-name"
@@ -183,3 +191,5 @@ def run(
     except ValueError as error:
         click.echo(f"allot run: {error}", err=True)
         sys.exit(1)
+    except (ConfigError, OSError) as error:  # no kubeconfig, no in-cluster config, an unreadable one
+        bad_input([f"no API server configuration: {error}"], "nothing was scheduled")

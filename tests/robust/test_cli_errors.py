@@ -10,12 +10,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from allot.cli import main as entry
 from allot.cli.main import cli
+from allot.cli.params import FilePath
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SCENARIO = """
@@ -205,3 +207,17 @@ def test_a_path_too_long_for_the_file_system_is_bad_input() -> None:
     result = _run("validate", "x" * 300)
     assert result.exit_code == 1
     assert "cannot read: File name too long" in result.stderr
+
+
+def _options(command: click.Command) -> list[click.Parameter]:
+    if isinstance(command, click.Group):
+        return [p for sub in command.commands.values() for p in _options(sub)]
+    return list(command.params)
+
+
+def test_every_path_option_refuses_what_no_file_system_can_name() -> None:
+    """A path parameter of click's own type would let a NUL byte through to a ValueError."""
+    paths = [p for p in _options(cli) if isinstance(p.type, click.Path)]
+    assert paths and all(isinstance(p.type, FilePath) for p in paths), [
+        p.name for p in paths if not isinstance(p.type, FilePath)
+    ]

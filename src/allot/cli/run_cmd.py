@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from allot.cli.exits import bad_input
+from allot.cli.params import FilePath
 from allot.cli.profiles import load_profiles
 from allot.scheduling.profile import Profile
 
@@ -46,14 +47,14 @@ def configure_logging(fmt: str, level: str) -> None:
 @click.command()
 @click.option(
     "--kubeconfig",
-    type=click.Path(exists=True, dir_okay=False),
+    type=FilePath(exists=True, dir_okay=False),
     help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account).",
 )
 @click.option("--context", help="Kubeconfig context (default: its current-context).")
 @click.option(
     "--config",
     "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=FilePath(exists=True, dir_okay=False, path_type=Path),
     help="KubeSchedulerConfiguration: allot schedules the pods whose schedulerName is one of its profiles.",
 )
 @click.option(

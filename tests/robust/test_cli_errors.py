@@ -221,3 +221,16 @@ def test_every_path_option_refuses_what_no_file_system_can_name() -> None:
     assert paths and all(isinstance(p.type, FilePath) for p in paths), [
         p.name for p in paths if not isinstance(p.type, FilePath)
     ]
+
+
+@pytest.mark.parametrize("command", [["run"], ["agent", "run", "--node-name", "n1"]])
+@pytest.mark.parametrize("text", ["a: 1\n---\nb: 2\n", "clusters: 5\n", "[\n"])
+def test_serving_commands_report_a_bad_kubeconfig_as_bad_input(
+    tmp_path: Path, command: list[str], text: str
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(text)
+    result = _run(*command, "--kubeconfig", str(kubeconfig))
+    assert result.exit_code == 1, result.output
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("error: no API server configuration: ")

@@ -22,6 +22,7 @@ from allot.agent.node import CONFIGURABLE_MODES, AgentConfig, GpuMode
 from allot.agent.slices import all_slices, build_pools
 from allot.agent.sources import Sources, open_sources
 from allot.cli.exits import EXIT_BAD_INPUT
+from allot.cli.kubeconfig import config_errors, describe
 from allot.cli.params import FilePath
 from allot.model.codec import dump_json, dump_yaml
 from allot.report.files import write_atomically
@@ -181,8 +182,6 @@ def run(
 ) -> None:  # fmt: skip
     """Publish this node's devices and keep them true until SIGTERM (the slices stay)."""
     try:  # the API client and metrics come with the `agent` extra; `discover` needs neither
-        from lightkube.core.exceptions import ConfigError
-
         from allot.agent.client import make_client
         from allot.agent.runner import AgentOptions
         from allot.agent.service import serve
@@ -197,9 +196,9 @@ def run(
     sources = _open(sysfs_root, proc_root, replay)
     try:
         api = make_client(kubeconfig, qps=qps, burst=burst)
-    except (ConfigError, OSError, ValueError) as err:
+    except config_errors() as err:
         sources.close()
-        click.echo(f"error: no API server configuration: {err}", err=True)
+        click.echo(f"error: no API server configuration: {describe(err)}", err=True)
         raise SystemExit(EXIT_BAD_INPUT) from None
     options = AgentOptions(node=node_name, config=config, resync=resync, poll=poll, settle=settle)
     asyncio.run(serve(api, sources, options, metrics_address=metrics_address))

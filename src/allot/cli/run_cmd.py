@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from allot.cli.exits import bad_input
+from allot.cli.kubeconfig import config_errors, describe
 from allot.cli.params import FilePath
 from allot.cli.profiles import load_profiles
 from allot.scheduling.profile import Profile
@@ -140,11 +141,9 @@ def run(
     LocalQueue, gangs, DRA, topology, GPU sharing and preemption. See docs/live.md.
     """
     try:
-        from lightkube.core.exceptions import ConfigError
-
         from allot.live.app import LeadershipLost, RunSettings
         from allot.live.app import run as run_live
-        from allot.live.client import ClientOptions
+        from allot.live.client import ClientOptions, load_config
         from allot.live.leader import LeaseSettings
     except ImportError as err:
         bad_input(
@@ -185,6 +184,10 @@ def run(
         kueue=kueue,
     )
     try:
+        load_config(settings.client.kubeconfig, settings.client.context)
+    except config_errors() as error:  # no kubeconfig, no in-cluster config, or an unusable one
+        bad_input([f"no API server configuration: {describe(error)}"], "nothing was scheduled")
+    try:
         asyncio.run(run_live(settings))
     except LeadershipLost as lost:
         click.echo(f"allot run: {lost}", err=True)
@@ -192,5 +195,3 @@ def run(
     except ValueError as error:
         click.echo(f"allot run: {error}", err=True)
         sys.exit(1)
-    except (ConfigError, OSError) as error:  # no kubeconfig, no in-cluster config, an unreadable one
-        bad_input([f"no API server configuration: {error}"], "nothing was scheduled")

@@ -166,7 +166,7 @@ class WorkloadBuilder:
         *,
         workload_priority_classes: Iterable[WorkloadPriorityClass] = (),
         priority_classes: Iterable[PriorityClass] = (),
-        claims: Iterable[ResourceClaim] = (),
+        claims: Iterable[ResourceClaim] | Mapping[str, ResourceClaim] = (),
         claim_templates: Iterable[ResourceClaimTemplate] = (),
         device_class_mappings: Callable[[str], tuple[str, ...]] | None = None,
         default_time: float = 0.0,
@@ -176,7 +176,10 @@ class WorkloadBuilder:
         self._pcs = {p.name: p for p in classes}
         defaults = sorted((p for p in classes if p.global_default), key=lambda p: (-p.value, p.name))
         self._default_pc = defaults[0] if defaults else None
-        self._claims = {(c.namespace, c.name): c for c in claims}
+        # A mapping (a cluster's claims by key) is read live: claims its pod mutators create count.
+        self._claims: Mapping[str, ResourceClaim] = (
+            claims if isinstance(claims, Mapping) else {c.key: c for c in claims}
+        )
         self._templates = {(t.namespace, t.name): t for t in claim_templates}
         self._mapped = device_class_mappings or (lambda _cls: ())
         self._default_time = default_time

@@ -90,6 +90,12 @@ class Engine:
         self._submitted: set[str] = set()
         # Pod creation times (seconds), parsed once.
         self._creation: dict[str, float] = {}
+        if self.admission is not None:
+            # Workloads that already ran when the admission state was built (restored running).
+            for pod_key, workload in self.admission.admitted_pods().items():
+                if pod_key in state.pods:
+                    self._workload_of_pod[pod_key] = workload
+                    self._submitted.add(pod_key)
 
     # -- bookkeeping the drivers call --------------------------------------------------
 
@@ -98,8 +104,14 @@ class Engine:
         return name is None or info.pod.spec.scheduler_name == name
 
     def queued(self, info: PodInfo) -> bool:
-        """Whether the pod is handled by admission (it names a Kueue queue and admission is on)."""
-        return self.admission is not None and QUEUE_NAME_LABEL in info.pod.metadata.labels
+        """Whether the pod is handled by admission (it names a Kueue queue and admission is on).
+
+        A pending pod of a workload already admitted (a running group that lost a pod) is not:
+        it is scheduled like any pod, as kube-scheduler schedules the pods Kueue admitted.
+        """
+        if self.admission is None or QUEUE_NAME_LABEL not in info.pod.metadata.labels:
+            return False
+        return info.bound or info.key not in self._workload_of_pod
 
     def submit_new_workloads(self, now: float) -> None:
         """Turn queued pods that arrived since the last cycle into Kueue workloads."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from msgspec.structs import replace
@@ -146,6 +146,30 @@ class Engine:
 
     def workload_of(self, pod_key: str) -> str:
         return self._workload_of_pod.get(pod_key, "")
+
+    def pending_reasons(self, last: Mapping[str, str]) -> dict[str, str]:
+        """Every pending pod this engine schedules, with why it waits.
+
+        `last` holds the reasons of the latest Waiting decisions the caller saw. For a pod of a
+        queued workload, admission's own account comes first (why it is parked, or that it is
+        invalid or incomplete), then `last`, then where it stands in its queue: pods behind a
+        queue's head are never tried in a cycle, so no decision names them.
+        """
+        admission = self.admission
+        workloads = admission.workload_of_pod() if admission is not None else {}
+        reasons: dict[str, str] = {}
+        for info in self.state.pending():
+            if not self.ours(info):
+                continue
+            key = info.key
+            workload = workloads.get(key) if self.queued(info) else None
+            if admission is None or workload is None:
+                reasons[key] = last.get(key) or "not tried yet"
+                continue
+            reasons[key] = (
+                admission.pending_reason(workload) or last.get(key) or admission.queue_position(workload)
+            )
+        return reasons
 
     # -- the cycle --------------------------------------------------------------------------
 
@@ -390,7 +414,10 @@ class Engine:
                 if assignment.mode == Mode.PREEMPT:
                     targets = admission.preemption_targets(workload, assignment)
                     if not targets:
-                        failure = "quota: not enough quota, and no workload can be preempted to make room"
+                        failure = (
+                            f"quota: {assignment.message() or 'not enough quota'}; "
+                            "no workload can be preempted to make room"
+                        )
                     else:
                         for target in targets:
                             evicted.extend(

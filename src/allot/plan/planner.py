@@ -125,7 +125,7 @@ def plan(
             result.violations.extend(check(engine.state))
         if not outcome.bound and not outcome.evicted:
             break
-    result.waiting = {k: v for k, v in result.waiting.items() if not engine.state.pods[k].bound}
+    result.waiting = engine.pending_reasons(result.waiting)
     return result
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from types import MappingProxyType
 
 from allot.admission.dra_quota import DraQuotaError, claim_charges
@@ -41,6 +40,7 @@ from allot.model.kueue import (
 )
 from allot.model.resource import ResourceClaim, ResourceClaimTemplate
 from allot.model.scheduling import PriorityClass
+from allot.model.timestamps import parse_timestamp
 
 _EMPTY: Mapping[str, int] = MappingProxyType({})
 
@@ -121,16 +121,6 @@ def equivalence_shape(workload: Workload) -> tuple[object, ...]:
             for ps in workload.pod_sets
         ),
     )
-
-
-def parse_timestamp(text: str | None) -> float | None:
-    """RFC 3339 (`2026-01-02T03:04:05Z`) as seconds since the epoch; None if absent or malformed."""
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def is_queued(pod: Pod) -> bool:

@@ -30,10 +30,11 @@ from msgspec.structs import replace
 from allot.admission.events import Event, EventKind, ParkReason
 from allot.admission.flavors import Mode
 from allot.admission.state import AdmissionState
-from allot.admission.workload import Workload, parse_timestamp
+from allot.admission.workload import Workload
 from allot.cluster.state import ClusterState, PodInfo
 from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
 from allot.model.kueue import QUEUE_NAME_LABEL, Topology
+from allot.model.timestamps import parse_timestamp
 from allot.scheduling.framework import BoolArray
 from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gangs, place_gang
 from allot.scheduling.preemption import Preemptor
@@ -72,13 +73,15 @@ class Engine:
         policy: EnginePolicy | None = None,
         fallback_profile: str | None = None,
         topologies: Iterable[Topology] = (),
+        seed: int = 0,
     ) -> None:
+        """`seed` varies the tie-breaks among equally good nodes (`allot.scheduling.tie_break`)."""
         self.state = state
         self.policy = policy if policy is not None else EnginePolicy()
         self.admission = admission if self.policy.queues else None
         if self.admission is not None and self.admission.journal is not state.journal:
             raise ValueError("the admission state must share the cluster state's journal")
-        self.scheduler = Scheduler(state, profiles, fallback=fallback_profile)
+        self.scheduler = Scheduler(state, profiles, fallback=fallback_profile, seed=seed)
         # Kueue Topology objects, for gangs that ask for a topology level (TAS).
         self.topologies: dict[str, Topology] = {t.name: t for t in sorted(topologies, key=lambda t: t.name)}
         self.preemptor = Preemptor(self.scheduler)

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from msgspec.structs import replace
 
 from allot.admission.state import AdmissionState
-from allot.admission.workload import parse_timestamp
 from allot.cluster.invariants import check
 from allot.cluster.state import ClusterState
 from allot.dra import AllocationError, Allocator, NoAllocation
@@ -31,6 +30,7 @@ from allot.model.base import Object
 from allot.model.core import Pod, PodResourceClaimStatus
 from allot.model.kueue import ClusterQueue, Topology
 from allot.model.loader import Manifests
+from allot.model.timestamps import parse_timestamp
 from allot.scheduling.profile import DEFAULT_SCHEDULER_NAME, Profile
 from allot.scheduling.scheduler import Unschedulable
 from allot.scheduling.status import Status
@@ -73,10 +73,12 @@ def build_engine(
     scheduler_name: str | None = None,
     queues: bool = True,
     now: float = 0.0,
+    seed: int = 0,
 ) -> Engine:
     """A ClusterState (and AdmissionState when the manifests hold ClusterQueues) with an engine over them.
 
-    `now` is when admission starts: workloads already running count as admitted by then.
+    `now` is when admission starts: workloads already running count as admitted by then. `seed`
+    varies the tie-breaks among equally good nodes.
     """
     state = ClusterState.from_manifests(manifests)
     admission = None
@@ -94,6 +96,7 @@ def build_engine(
         policy=EnginePolicy(queues=queues, scheduler_name=scheduler_name),
         fallback_profile=fallback,
         topologies=manifests.of_kind(Topology),
+        seed=seed,
     )
 
 
@@ -108,10 +111,13 @@ def plan(
     scheduler_name: str | None = None,
     queues: bool = True,
     check_invariants: bool = False,
+    seed: int = 0,
 ) -> PlanResult:
     """Place every pending pod the scheduler is responsible for; see the module docstring."""
     now = dump_time(manifests)
-    engine = build_engine(manifests, profiles=profiles, scheduler_name=scheduler_name, queues=queues, now=now)
+    engine = build_engine(
+        manifests, profiles=profiles, scheduler_name=scheduler_name, queues=queues, now=now, seed=seed
+    )
     result = PlanResult(engine.state, engine)
     for _ in range(MAX_CYCLES):
         outcome = engine.cycle(now)

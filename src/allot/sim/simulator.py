@@ -149,6 +149,7 @@ class Simulation:
             profiles=profiles,
             policy=EnginePolicy(queues=admission is not None, preemption=policy.preemption),
             fallback_profile=next(iter(profiles)),
+            seed=seed,
         )
         self.inventory = GpuInventory(self.manifests.of_kind(Node), self.manifests.of_kind(ResourceSlice))
         tenants = workload.tenant_names()

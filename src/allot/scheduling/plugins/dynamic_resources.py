@@ -46,7 +46,13 @@ from allot.scheduling.extended_resources import (
     resource_classes,
 )
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
-from allot.scheduling.prioritized_list import allocation_rank, claim_rank, normalize
+from allot.scheduling.prioritized_list import (
+    MAX_NODE_SCORE,
+    allocation_rank,
+    claim_rank,
+    has_alternatives,
+    normalize,
+)
 from allot.scheduling.status import SUCCESS, Code, Status, error, unresolvable, unschedulable
 from allot.scheduling.topology.choice import AlignedChoice, DeviceChooser
 
@@ -77,6 +83,8 @@ class _PodClaims:
     # Prioritized-list score: what allocated claims add on every node, and each node's raw total.
     base_rank: int = 0
     ranks: dict[int, int] = field(default_factory=dict)
+    # Some claim to allocate has prioritized alternatives (then the node filter runs on every node).
+    alternatives: bool = False
     # Extended resources DRA can serve: (container index, container, resource, count), and the class map.
     extended: list[tuple[int, str, str, int]] = field(default_factory=list)
     served: Mapping[str, str] = field(default_factory=dict)
@@ -219,6 +227,7 @@ class DynamicResources:
         data.extended = requested(info.pod, served) if served else []
         data.served = served
         if data.to_allocate:
+            data.alternatives = has_alternatives(data.to_allocate)
             self._plan_counts(cycle, data)
             data.signature = msgspec.msgpack.encode([c.spec for c in data.to_allocate], enc_hook=str)
         return SUCCESS
@@ -356,9 +365,12 @@ class DynamicResources:
     def score(self, cycle: Cycle, nodes: IntArray) -> FloatArray:
         data = self._data(cycle)
         if self.scorer is None:
-            if not data.to_allocate:
+            if not data.to_allocate or not (data.base_rank or data.alternatives):
                 return np.zeros(nodes.size)
-            # Nodes the filter did not run on (counts decided them) allocate only exact requests.
+            if not data.alternatives:
+                # Only claims allocated before took alternatives: the same on every node.
+                return np.full(nodes.size, float(MAX_NODE_SCORE))
+            # A wrapper that decided feasibility from counts (GpuPlacement) may skip the filter.
             return normalize([data.ranks.get(int(i), data.base_rank) for i in nodes])
         if not data.outcomes:
             return np.zeros(nodes.size)

@@ -228,17 +228,19 @@ class Scheduler:
     def _ranked(self, pod_key: str, feasible: IntArray, scores: FloatArray) -> Iterator[int]:
         """Positions in `feasible`, best score first, equal scores in the pod's tie-break order.
 
-        A unique best needs no keys; they are computed only when ties matter.
+        The first answer needs keys only for the nodes tied at the top; the full order is built
+        only if reserve refuses that node.
         """
-        best = int(np.argmax(scores))
-        unique = int(np.count_nonzero(scores == scores[best])) == 1
-        if unique:
-            yield best
-            if feasible.size == 1:
-                return
+        top = np.flatnonzero(scores == scores.max())
+        first = int(top[0])
+        if top.size > 1:
+            first = int(top[np.argmin(self.tie_keys(pod_key, feasible[top]))])
+        yield first
+        if feasible.size == 1:
+            return
         order = np.lexsort((feasible, self.tie_keys(pod_key, feasible), -scores))
         for position in order:
-            if not (unique and int(position) == best):
+            if int(position) != first:
                 yield int(position)
 
     def _node_filter(self, cycle: Cycle, plugins: ProfilePlugins, candidates: IntArray) -> IntArray:

@@ -123,3 +123,38 @@ def test_the_simulator_counts_running_workloads_too() -> None:
     assert admission.status().cluster_queue("team-a").flavors[0].resources[0].total == 6
     result = simulation.engine.cycle(0.0)
     assert not result.bound
+
+
+def group_pod(name: str, *, node: str = "") -> str:
+    bound = f"nodeName: {node}\n  " if node else ""
+    phase = "status: {phase: Running}" if node else ""
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: a
+  creationTimestamp: "2026-01-01T00:00:00Z"
+  labels: {{kueue.x-k8s.io/queue-name: q, kueue.x-k8s.io/pod-group-name: train}}
+  annotations: {{kueue.x-k8s.io/pod-group-total-count: "3"}}
+spec:
+  {bound}containers: [{{name: c, resources: {{limits: {{nvidia.com/gpu: "1"}}}}}}]
+{phase}
+"""
+
+
+def test_a_running_group_that_lost_a_pod_gets_it_back_without_new_quota() -> None:
+    # Two of three pods of an admitted group run; the third (restarted) waits for a node. The
+    # group is admitted as a whole (3 GPUs charged once), and its pod is placed like any pod.
+    documents = [
+        QUEUES,
+        node("n1", 4),
+        group_pod("w0", node="n1"),
+        group_pod("w1", node="n1"),
+        group_pod("w2"),
+    ]
+    result = plan(load_text("\n---\n".join(documents)))
+    assert {b.pod: b.node for b in result.bound} == {"a/w2": "n1"}
+    assert not result.admitted and not result.waiting
+    assert result.engine.admission is not None
+    assert result.engine.admission.status().cluster_queue("team-a").flavors[0].resources[0].total == 3

@@ -13,9 +13,12 @@ from msgspec.structs import replace
 
 from allot.cluster.state import ClusterState
 from allot.model.core import Pod
+from allot.model.loader import load_text
+from allot.plan.planner import plan
 from allot.scheduling.preemption import Preemptor
 from allot.scheduling.scheduler import Scheduler, Unschedulable
 from builders import node, pod
+from scheduling.preemption_cases import URGENT, cluster_yaml
 
 
 def started(p: Pod, at: str) -> Pod:
@@ -84,3 +87,10 @@ def test_a_lower_highest_priority_beats_fewer_victims() -> None:
     ]
     state = ClusterState(nodes=[node("n1", cpu="4"), node("n2", cpu="4")], pods=pods)
     assert choose(state, "default/urgent") == ("n1", ("default/a", "default/b"))
+
+
+def test_allot_place_evicts_the_victims_kube_scheduler_would() -> None:
+    # The case checked against the real kube-scheduler in tests/live/test_preemption_order.py.
+    result = plan(load_text(cluster_yaml() + "\n---\n" + URGENT))
+    assert sorted(e.pod for e in result.evicted) == ["default/c", "default/d"]
+    assert {b.pod: b.node for b in result.bound} == {"default/urgent": "n2"}

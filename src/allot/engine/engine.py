@@ -204,7 +204,8 @@ class Engine:
         pending = [i for i in state.pending() if self.ours(i) and not self.queued(i)]
         if not pending:
             return
-        groups = gangs(pending)
+        # A pod of an admitted Kueue workload is placed alone: its group was admitted as a whole.
+        groups = gangs(i for i in pending if i.key not in self._workload_of_pod)
         member_of = {key: gang for gang in groups.values() for key in gang.members}
         done_gangs: set[str] = set()
         # Equivalence class -> (releases, reason) of a pod of that class that failed this cycle.

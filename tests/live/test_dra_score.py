@@ -8,26 +8,15 @@ every pod on the same node with the same alternative.
 
 from __future__ import annotations
 
-import json
 import time
 
 from allot.model.loader import load_text
 from allot.plan.planner import plan
 from controlplane import ControlPlane
-from scheduling.dra_score_cases import NODES, cluster_yaml, pod_yaml
+from ready_nodes import mark_ready
+from scheduling.dra_score_cases import CPU, NODES, cluster_yaml, pod_yaml
 
 PODS = ("p0", "p1", "p2")
-
-
-def make_ready(plane: ControlPlane, node: str) -> None:
-    status = {
-        "status": {
-            "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-            "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}],
-        }
-    }
-    plane.kubectl("patch", "node", node, "--subresource=status", "--type=merge", "-p", json.dumps(status))
 
 
 def bound_node(plane: ControlPlane, pod: str, timeout: float = 60.0) -> str:
@@ -47,7 +36,7 @@ def test_kube_scheduler_and_allot_take_the_preferred_gpus_first(control_plane: C
     plane.start_scheduler()
     plane.apply(cluster_yaml())
     for node in NODES:
-        make_ready(plane, node)
+        mark_ready(plane, node, cpu=CPU)
     upstream: dict[str, str] = {}
     for name in PODS:
         plane.apply(pod_yaml(name))

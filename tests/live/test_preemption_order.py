@@ -14,7 +14,8 @@ import time
 from allot.model.loader import load_text
 from allot.plan.planner import plan
 from controlplane import ControlPlane
-from scheduling.preemption_cases import RUNNING, URGENT, cluster_yaml
+from ready_nodes import mark_ready
+from scheduling.preemption_cases import CPU, RUNNING, URGENT, cluster_yaml
 
 
 def test_kube_scheduler_preempts_where_allot_does(control_plane: ControlPlane) -> None:
@@ -22,18 +23,7 @@ def test_kube_scheduler_preempts_where_allot_does(control_plane: ControlPlane) -
     plane.start_scheduler()
     plane.apply(cluster_yaml())
     for node in ("n1", "n2"):
-        status = {
-            "status": {
-                "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-                "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-                "conditions": [
-                    {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}
-                ],
-            }
-        }
-        plane.kubectl("patch", "node", node, "--subresource=status", "--type=merge", "-p", json.dumps(status))
-        # The API server taints new nodes not-ready; no node controller runs here to lift it.
-        plane.kubectl("taint", "nodes", node, "node.kubernetes.io/not-ready:NoSchedule-", check=False)
+        mark_ready(plane, node, cpu=CPU)
     for name, (_, started) in RUNNING.items():
         status = {"status": {"phase": "Running", "startTime": started}}
         plane.kubectl(

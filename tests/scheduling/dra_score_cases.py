@@ -8,20 +8,11 @@ ignored the preference (or took the first node) would put the first pod there.
 
 from __future__ import annotations
 
+from ready_nodes import node_yaml
+
 NODES = {"a-t4": "T4", "b-l40": "L40", "c-a100": "A100"}
 PREFERENCE = ("A100", "L40", "T4")
-
-
-def node_yaml(name: str) -> str:
-    return f"""
-apiVersion: v1
-kind: Node
-metadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}
-status:
-  allocatable: {{cpu: "8", memory: 32Gi, pods: "110"}}
-  capacity: {{cpu: "8", memory: 32Gi, pods: "110"}}
-  conditions: [{{type: Ready, status: "True", reason: KubeletReady, message: ok}}]
-"""
+CPU = "8"
 
 
 def slice_yaml(name: str, model: str) -> str:
@@ -76,5 +67,5 @@ spec:
 
 def cluster_yaml() -> str:
     """Nodes, slices, class and template (no pods)."""
-    parts = [node_yaml(n) for n in NODES] + [slice_yaml(n, m) for n, m in NODES.items()]
+    parts = [node_yaml(n, cpu=CPU) for n in NODES] + [slice_yaml(n, m) for n, m in NODES.items()]
     return "\n---\n".join([*parts, CLASS_AND_TEMPLATE])

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from ready_nodes import node_yaml
+
+CPU = "4"
 PRIORITY_CLASSES = """
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
@@ -13,18 +16,6 @@ apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: urgent}
 value: 100
-"""
-
-
-def node_yaml(name: str) -> str:
-    return f"""
-apiVersion: v1
-kind: Node
-metadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}
-status:
-  allocatable: {{cpu: "4", memory: 32Gi, pods: "110"}}
-  capacity: {{cpu: "4", memory: 32Gi, pods: "110"}}
-  conditions: [{{type: Ready, status: "True", reason: KubeletReady, message: ok}}]
 """
 
 
@@ -63,4 +54,4 @@ RUNNING = {
 
 def cluster_yaml() -> str:
     running = [running_yaml(name, node, started) for name, (node, started) in RUNNING.items()]
-    return "\n---\n".join([PRIORITY_CLASSES, node_yaml("n1"), node_yaml("n2"), *running])
+    return "\n---\n".join([PRIORITY_CLASSES, node_yaml("n1", cpu=CPU), node_yaml("n2", cpu=CPU), *running])

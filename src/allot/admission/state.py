@@ -653,37 +653,9 @@ class AdmissionState:
             return queue.blocked[1].message
         return None
 
-    def queue_position(self, key: str) -> str:
-        """Where a pending workload that is not parked stands, in words: behind which workload, in
-        which ClusterQueue (for pods that no decision mentioned yet)."""
-        entry = self.entries.get(key)
-        if entry is None or entry.cluster_queue is None:
-            return "not submitted to a ClusterQueue yet"
-        cq = entry.cluster_queue
-        queue = self.queues[cq]
-        if queue.blocked is not None and queue.blocked[0] != key:
-            return f"queued behind workload {queue.blocked[0]}, the head of StrictFIFO ClusterQueue {cq}"
-        head = queue.head(self._score if queue.by_local_queue else None)
-        if head is not None and head != key:
-            return f"queued in ClusterQueue {cq} behind workload {head}; not tried yet"
-        return f"at the head of ClusterQueue {cq}; not tried yet"
-
-    def workload_of_pod(self) -> dict[str, str]:
-        """Pod key -> key of the workload (pending or admitted) it belongs to."""
-        return {pod: key for key, entry in sorted(self.entries.items()) for pod in entry.workload.pods}
-
     def status(self) -> AdmissionStatus:
         """Per ClusterQueue, LocalQueue and Cohort, what Kueue would report (see `status`)."""
         return admission_status(self)
-
-    def admitted_pods(self) -> dict[str, str]:
-        """Pod key -> workload key, for every pod of an admitted workload."""
-        return {
-            pod: key
-            for key, entry in sorted(self.entries.items())
-            if entry.state == ADMITTED
-            for pod in entry.workload.pods
-        }
 
     def is_admitted(self, key: str) -> bool:
         entry = self.entries.get(key)

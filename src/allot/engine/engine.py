@@ -29,6 +29,7 @@ from msgspec.structs import replace
 
 from allot.admission.events import Event, EventKind, ParkReason
 from allot.admission.flavors import Mode
+from allot.admission.standing import queue_position, workload_pods
 from allot.admission.state import AdmissionState
 from allot.admission.workload import Workload
 from allot.cluster.state import ClusterState, PodInfo
@@ -95,7 +96,7 @@ class Engine:
         self._creation: dict[str, float] = {}
         if self.admission is not None:
             # Workloads that already ran when the admission state was built (restored running).
-            for pod_key, workload in self.admission.admitted_pods().items():
+            for pod_key, workload in workload_pods(self.admission.entries, admitted_only=True).items():
                 if pod_key in state.pods:
                     self._workload_of_pod[pod_key] = workload
                     self._submitted.add(pod_key)
@@ -159,7 +160,7 @@ class Engine:
         queue's head are never tried in a cycle, so no decision names them.
         """
         admission = self.admission
-        workloads = admission.workload_of_pod() if admission is not None else {}
+        workloads = workload_pods(admission.entries) if admission is not None else {}
         reasons: dict[str, str] = {}
         for info in self.state.pending():
             if not self.ours(info):
@@ -170,7 +171,7 @@ class Engine:
                 reasons[key] = last.get(key) or "not tried yet"
                 continue
             reasons[key] = (
-                admission.pending_reason(workload) or last.get(key) or admission.queue_position(workload)
+                admission.pending_reason(workload) or last.get(key) or queue_position(admission, workload)
             )
         return reasons
 

@@ -68,9 +68,9 @@ def test_a_flood_borrows_the_idle_quota_and_the_other_tenant_reclaims_it(plane: 
             plane.apply(_queued(f"flood-{i}", "flood"))
         # The cohort holds 8 CPUs: the flood takes its 4 and borrows the steady team's idle 4.
         eventually(lambda: len(bound_nodes(plane, "flood")) == 8, what="flood admitted up to the cohort")
-        cq = eventually(lambda: (q := plane.get("clusterqueue", "flood")).get("status", {}).get("admittedWorkloads") == 8 and q,
+        cq = eventually(lambda: (q := plane.get("clusterqueue", "flood")).get("status", {}).get("pendingWorkloads") == 4 and q,
                         what="ClusterQueue status")  # fmt: skip
-        assert cq["status"]["pendingWorkloads"] == 4
+        assert cq["status"]["admittedWorkloads"] == 8
         usage = cq["status"]["flavorsUsage"][0]["resources"][0]
         assert (usage["name"], usage["total"], usage["borrowed"]) == ("cpu", "8", "4")
         for i in range(4):

@@ -198,8 +198,9 @@ class LiveScheduler:
         return self._build_engine_keeping_state()
 
     def _admission(self, state: ClusterState) -> AdmissionState:
-        manifests = self._manifests(KUEUE_KINDS + CORE_KINDS)
-        return admission_from_cluster(manifests, state)
+        # Pods come from the state (assumed bindings included), the rest from the API.
+        kinds = tuple(k for k in KUEUE_KINDS + CORE_KINDS if k is not PODS)
+        return admission_from_cluster(self._manifests(kinds), state)
 
     def _rebuild_admission(self) -> None:
         """Kueue's objects changed (or appeared): a fresh admission state over the same cluster."""

@@ -95,7 +95,10 @@ class LiveScheduler:
         self._wake = asyncio.Event()
         self._cycle_needed = True
         self.status = StatusWriter(
-            client, reporting_controller=self._controller_name(), instance=options.identity or None
+            client,
+            events_client=client.sibling(),
+            reporting_controller=self._controller_name(),
+            instance=options.identity or None,
         )
         self.evictor = Evictor(
             client, scheduler_name=self._controller_name(), on_failed=self._victim_survived

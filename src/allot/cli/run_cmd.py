@@ -128,6 +128,7 @@ def run(
     kube_api_burst: int,
     bind_address: str,
     port: int,
+    victim_timeout: float,
     kueue: bool,
     log_format: str,
     log_level: str,
@@ -174,6 +175,7 @@ def run(
         bind_address=bind_address,
         port=port,
         kueue=kueue,
+        victim_timeout=victim_timeout,
     )
     try:
         asyncio.run(run_live(settings))

@@ -38,6 +38,7 @@ class RunSettings:
     bind_address: str = "0.0.0.0"
     port: int = 10259
     kueue: bool = True
+    victim_timeout: float = 300.0
 
 
 class LeadershipLost(RuntimeError):
@@ -56,7 +57,12 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
     metrics = Metrics(profile=sorted(settings.profiles)[0] if settings.profiles else "allot")
     scheduler = LiveScheduler(
         client,
-        LiveOptions(profiles=settings.profiles, kueue=settings.kueue, identity=identity),
+        LiveOptions(
+            profiles=settings.profiles,
+            kueue=settings.kueue,
+            identity=identity,
+            victim_timeout=settings.victim_timeout,
+        ),
         metrics=metrics,
     )
     elector: LeaderElector | None = None

@@ -103,6 +103,13 @@ def configure_logging(fmt: str, level: str) -> None:
     help="HTTP port for /metrics, /healthz, /readyz (-1: none, 0: any free port).",
 )
 @click.option(
+    "--victim-timeout",
+    type=click.FloatRange(min=1),
+    default=300.0,
+    show_default=True,
+    help="Seconds a nominated pod waits for its preemption victims to go before it is tried again.",
+)
+@click.option(
     "--kueue/--no-kueue",
     default=True,
     show_default=True,

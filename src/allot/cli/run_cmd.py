@@ -149,6 +149,7 @@ def run(
     from allot.live.app import run as run_live
     from allot.live.client import ClientOptions
     from allot.live.leader import LeaseSettings
+    from allot.live.scheduler import KueueConflict
 
     configure_logging(log_format, log_level)
     if (
@@ -189,6 +190,6 @@ def run(
     except LeadershipLost as lost:
         click.echo(f"allot run: {lost}", err=True)
         sys.exit(1)
-    except ValueError as error:
+    except (ValueError, KueueConflict) as error:
         click.echo(f"allot run: {error}", err=True)
         sys.exit(1)

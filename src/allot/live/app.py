@@ -86,6 +86,8 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
             tasks.append(loop.create_task(_lead(elector, stop, scheduler)))
         await scheduler.run(stop)
         lost = elector is not None and elector.lost.is_set()
+        if scheduler.fatal is not None:
+            raise scheduler.fatal
     finally:
         stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -23,6 +23,7 @@ from allot.live.http import bound_port, make_app, serve
 from allot.live.leader import LeaderElector, LeaseSettings
 from allot.live.metrics import Metrics
 from allot.live.scheduler import LiveOptions, LiveScheduler
+from allot.live.webhook import make_webhook_app, serve_webhook, tls_context
 from allot.scheduling.profile import Profile
 
 log = logging.getLogger("allot.live")
@@ -39,6 +40,10 @@ class RunSettings:
     port: int = 10259
     kueue: bool = True
     victim_timeout: float = 300.0
+    # The Job webhook (TLS); served only when both files are given.
+    webhook_port: int = 9443
+    webhook_cert_file: str | None = None
+    webhook_key_file: str | None = None
 
 
 class LeadershipLost(RuntimeError):
@@ -79,6 +84,17 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
         )
         runner = await serve(app, settings.bind_address, settings.port)
         log.info("serving /metrics, /healthz, /readyz on %s:%d", settings.bind_address, bound_port(runner))
+    webhook = None
+    if settings.webhook_cert_file and settings.webhook_key_file:
+        context = tls_context(settings.webhook_cert_file, settings.webhook_key_file)
+        scheduler_name = sorted(settings.profiles)[0] if settings.profiles else None
+        webhook = await serve_webhook(
+            make_webhook_app(scheduler_name=scheduler_name),
+            settings.bind_address,
+            settings.webhook_port,
+            context,
+        )
+        log.info("serving the Job webhook on %s:%d", settings.bind_address, bound_port(webhook))
     tasks: list[asyncio.Task[object]] = []
     lost = False
     try:
@@ -95,6 +111,8 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
             await elector.release()
         if runner is not None:
             await runner.cleanup()
+        if webhook is not None:
+            await webhook.cleanup()
         await client.close()
     if lost:
         raise LeadershipLost(f"lost the lease {settings.lease.namespace}/{settings.lease.name}")

@@ -1,9 +1,6 @@
-"""End to end on a real control plane: kube-scheduler places a pod with a claim on the agent's
-devices; a fatal XID on that GPU makes Kubernetes evict the pod (NoExecute device taint), tainted
-GPUs take no new claims, and recovered GPUs take them again.
-
-`allot run` (the live scheduler) is being written separately; when it lands, the same scenario
-should run with it in place of kube-scheduler.
+"""End to end on a real control plane: a scheduler (kube-scheduler, or `allot run`) places a pod
+with a claim on the agent's devices; a fatal XID on that GPU makes Kubernetes evict the pod
+(NoExecute device taint), tainted GPUs take no new claims, and recovered GPUs take them again.
 """
 
 from __future__ import annotations
@@ -14,11 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agent.live import agent, devices, machine, ready_node, started
 from allot.agent.gpu_source import GpuStatus, HealthEvent
 from allot.model.codec import dump_yaml
 from allot.model.presets.classes import device_classes
 from controlplane import ControlPlane
+from live.cluster import AllotProcess
 
 TEMPLATE = """
 apiVersion: v1
@@ -35,12 +35,13 @@ spec:
 """
 
 
-def pod(name: str) -> str:
+def pod(name: str, scheduler: str) -> str:
     return f"""
 apiVersion: v1
 kind: Pod
 metadata: {{name: {name}, namespace: agent-e2e}}
 spec:
+  schedulerName: {scheduler}
   containers: [{{name: c, image: registry.k8s.io/pause:3.10, resources: {{claims: [{{name: gpu}}]}}}}]
   resourceClaims: [{{name: gpu, resourceClaimTemplateName: one-gpu}}]
 """
@@ -60,24 +61,37 @@ def get_pod(plane: ControlPlane, name: str) -> dict[str, Any]:
     return plane.get("pod", name, namespace="agent-e2e")
 
 
-def allocated_device(plane: ControlPlane, pod_name: str) -> str:
+def allocated_device(plane: ControlPlane, pod_name: str, node: str) -> str:
     claims = plane.get("resourceclaims", namespace="agent-e2e")["items"]
     for claim in claims:  # type: ignore[union-attr]
         owner = claim["metadata"].get("annotations", {}).get("resource.kubernetes.io/pod-claim-name")
         reserved = [r["name"] for r in claim.get("status", {}).get("reservedFor", [])]
         if owner and pod_name in reserved:
             (result,) = claim["status"]["allocation"]["devices"]["results"]
-            assert (result["driver"], result["pool"]) == ("gpu.nvidia.com", "sched-00")
+            assert (result["driver"], result["pool"]) == ("gpu.nvidia.com", node)
             return str(result["device"])
     raise AssertionError(f"no allocated claim for {pod_name}")
 
 
-def test_kube_scheduler_uses_the_agents_devices_and_kube_evicts_on_fatal_taints(
-    control_plane: ControlPlane, tmp_path: Path
+@pytest.mark.parametrize("scheduler", ["default-scheduler", "allot"])
+def test_a_scheduler_uses_the_agents_devices_and_kube_evicts_on_fatal_taints(
+    fresh_control_plane: ControlPlane, tmp_path: Path, scheduler: str
 ) -> None:
-    plane = control_plane
+    plane = fresh_control_plane
     plane.start_controller_manager()
-    plane.start_scheduler()
+    allot = None
+    if scheduler == "allot":
+        allot = AllotProcess(plane)
+    else:
+        plane.start_scheduler()
+    try:
+        _scenario(plane, tmp_path, scheduler)
+    finally:
+        if allot is not None:
+            allot.stop()
+
+
+def _scenario(plane: ControlPlane, tmp_path: Path, scheduler: str) -> None:
     plane.apply(dump_yaml(device_classes()))
     plane.apply(TEMPLATE)
     ready_node(plane, "sched-00")
@@ -86,11 +100,11 @@ def test_kube_scheduler_uses_the_agents_devices_and_kube_evicts_on_fatal_taints(
 
     async def scenario() -> None:
         async with started(agent(plane, root, gpus, "sched-00")) as a:
-            plane.apply(pod("first"))
+            plane.apply(pod("first", scheduler))
             eventually(
                 lambda: get_pod(plane, "first")["spec"].get("nodeName") == "sched-00", "first bound", plane
             )
-            used = allocated_device(plane, "first")
+            used = allocated_device(plane, "first", "sched-00")
 
             # The GPU under the running pod falls off the bus: NoExecute, and Kubernetes evicts.
             gpus.inject(HealthEvent(by_name[used], "xid", xid=79))
@@ -113,7 +127,7 @@ def test_kube_scheduler_uses_the_agents_devices_and_kube_evicts_on_fatal_taints(
                     gpus.inject(HealthEvent(uuid, "xid", xid=92))
             a.handle_events(1.0)
             await a.publish()
-            plane.apply(pod("second"))
+            plane.apply(pod("second", scheduler))
             time.sleep(3)
             assert not get_pod(plane, "second")["spec"].get("nodeName")
 

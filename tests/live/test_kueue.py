@@ -68,9 +68,9 @@ def test_a_flood_borrows_the_idle_quota_and_the_other_tenant_reclaims_it(plane: 
             plane.apply(_queued(f"flood-{i}", "flood"))
         # The cohort holds 8 CPUs: the flood takes its 4 and borrows the steady team's idle 4.
         eventually(lambda: len(bound_nodes(plane, "flood")) == 8, what="flood admitted up to the cohort")
-        cq = eventually(lambda: (q := plane.get("clusterqueue", "flood")).get("status", {}).get("admittedWorkloads") == 8 and q,
+        cq = eventually(lambda: (q := plane.get("clusterqueue", "flood")).get("status", {}).get("pendingWorkloads") == 4 and q,
                         what="ClusterQueue status")  # fmt: skip
-        assert cq["status"]["pendingWorkloads"] == 4
+        assert cq["status"]["admittedWorkloads"] == 8
         usage = cq["status"]["flavorsUsage"][0]["resources"][0]
         assert (usage["name"], usage["total"], usage["borrowed"]) == ("cpu", "8", "4")
         for i in range(4):
@@ -86,3 +86,60 @@ def test_a_flood_borrows_the_idle_quota_and_the_other_tenant_reclaims_it(plane: 
         assert allot.alive(), allot.output()[-3000:]
     # Preempted pods are deleted (their owners would re-create them); none is left half-bound.
     assert all(p["spec"].get("nodeName") for p in pods(plane, "steady").values())
+
+
+def _now(offset_seconds: float = 0.0) -> str:
+    import datetime
+
+    stamp = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=offset_seconds)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _workload(name: str, admitted_at: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": name, "namespace": "flood"},
+        "spec": {"queueName": "main", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]},
+    }  # fmt: skip
+
+
+def _admit(plane: ControlPlane, name: str, stamp: str) -> None:
+    status = {"status": {"admission": {"clusterQueue": "flood", "podSetAssignments": []}, "conditions": [
+        {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "by Kueue",
+         "lastTransitionTime": stamp[:19] + "Z"}]}}  # fmt: skip
+    plane.request("PATCH", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/flood/workloads/{name}/status", status,
+                  content_type="application/merge-patch+json")  # fmt: skip
+
+
+def _exits(plane: ControlPlane) -> tuple[int, str]:
+    allot = AllotProcess(plane)
+    code = allot.process.wait(60)
+    return code, allot.output()
+
+
+def test_allot_refuses_to_admit_beside_a_live_kueue_manager(plane: ControlPlane) -> None:
+    # A workload Kueue admitted long ago (Kueue stopped since) does not stop allot.
+    plane.apply(json.dumps(_workload("old", _now(-3600))))
+    _admit(plane, "old", _now(-3600))
+    with AllotProcess(plane) as allot:
+        plane.apply(_queued("flood-0", "flood"))
+        eventually(
+            lambda: bound_nodes(plane, "flood").get("flood-0"), what="allot admits beside a stale Workload"
+        )
+        assert allot.alive()
+    # One admitted a moment ago means a Kueue manager is at work: allot will not start.
+    plane.apply(json.dumps(_workload("fresh", _now())))
+    _admit(plane, "fresh", _now())
+    code, output = _exits(plane)
+    assert code == 1
+    assert "Kueue admitted workload flood/fresh in ClusterQueue flood" in output
+    plane.kubectl("delete", "workload", "fresh", "-n", "flood")
+    # Kueue's leader Lease held and renewed: the same.
+    plane.kubectl("create", "namespace", "kueue-system")
+    plane.apply(json.dumps({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "c1f6bfd2.kueue.x-k8s.io", "namespace": "kueue-system"},
+        "spec": {"holderIdentity": "kueue-controller-manager-0", "leaseDurationSeconds": 60, "renewTime": _now()},
+    }))  # fmt: skip
+    code, output = _exits(plane)
+    assert code == 1
+    assert "leader Lease kueue-system/c1f6bfd2.kueue.x-k8s.io" in output

@@ -106,6 +106,28 @@ def configure_logging(fmt: str, level: str) -> None:
     help="HTTP port for /metrics, /healthz, /readyz (-1: none, 0: any free port).",
 )
 @click.option(
+    "--webhook-port",
+    type=click.IntRange(min=0, max=65535),
+    default=9443,
+    show_default=True,
+    help="HTTPS port of the Job admission webhook (0: any free port).",
+)
+@click.option(
+    "--webhook-cert-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="TLS certificate of the webhook; with --webhook-key-file, the webhook is served.",
+)
+@click.option(
+    "--webhook-key-file", type=click.Path(exists=True, dir_okay=False), help="TLS key of the webhook."
+)
+@click.option(
+    "--victim-timeout",
+    type=click.FloatRange(min=1),
+    default=300.0,
+    show_default=True,
+    help="Seconds a nominated pod waits for its preemption victims to go before it is tried again.",
+)
+@click.option(
     "--kueue/--no-kueue",
     default=True,
     show_default=True,
@@ -131,6 +153,10 @@ def run(
     kube_api_burst: int,
     bind_address: str,
     port: int,
+    webhook_port: int,
+    webhook_cert_file: str | None,
+    webhook_key_file: str | None,
+    victim_timeout: float,
     kueue: bool,
     log_format: str,
     log_level: str,
@@ -145,6 +171,7 @@ def run(
         from allot.live.app import run as run_live
         from allot.live.client import ClientOptions, load_config
         from allot.live.leader import LeaseSettings
+        from allot.live.scheduler import KueueConflict
     except ImportError as err:
         bad_input(
             [f"allot run needs the live extra (pip install 'allot[live]'): {err}"], "nothing was scheduled"
@@ -182,7 +209,13 @@ def run(
         bind_address=bind_address,
         port=port,
         kueue=kueue,
+        victim_timeout=victim_timeout,
+        webhook_port=webhook_port,
+        webhook_cert_file=webhook_cert_file,
+        webhook_key_file=webhook_key_file,
     )
+    if (webhook_cert_file is None) != (webhook_key_file is None):
+        raise click.UsageError("--webhook-cert-file and --webhook-key-file go together")
     try:
         load_config(settings.client.kubeconfig, settings.client.context)
     except config_errors() as error:  # no kubeconfig, no in-cluster config, or an unusable one
@@ -192,6 +225,6 @@ def run(
     except LeadershipLost as lost:
         click.echo(f"allot run: {lost}", err=True)
         sys.exit(1)
-    except ValueError as error:
+    except (ValueError, KueueConflict) as error:
         click.echo(f"allot run: {error}", err=True)
         sys.exit(1)

@@ -22,19 +22,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from msgspec.structs import replace
 
 from allot.admission.events import Event, EventKind, ParkReason
 from allot.admission.flavors import Mode
+from allot.admission.standing import queue_position, workload_pods
 from allot.admission.state import AdmissionState
-from allot.admission.workload import Workload, parse_timestamp
+from allot.admission.workload import Workload
 from allot.cluster.claims import pod_uid
 from allot.cluster.state import ClusterState, PodInfo
 from allot.engine.decisions import Admitted, Bound, CycleResult, Deallocated, Decision, Evicted, Waiting
 from allot.model.kueue import QUEUE_NAME_LABEL, Topology
+from allot.model.timestamps import parse_timestamp
 from allot.scheduling.framework import BoolArray
 from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gangs, place_gang
 from allot.scheduling.preemption import Preemptor
@@ -80,13 +82,15 @@ class Engine:
         policy: EnginePolicy | None = None,
         fallback_profile: str | None = None,
         topologies: Iterable[Topology] = (),
+        seed: int = 0,
     ) -> None:
+        """`seed` varies the tie-breaks among equally good nodes (`allot.scheduling.tie_break`)."""
         self.state = state
         self.policy = policy if policy is not None else EnginePolicy()
         self.admission = admission if self.policy.queues else None
         if self.admission is not None and self.admission.journal is not state.journal:
             raise ValueError("the admission state must share the cluster state's journal")
-        self.scheduler = Scheduler(state, profiles, fallback=fallback_profile)
+        self.scheduler = Scheduler(state, profiles, fallback=fallback_profile, seed=seed)
         # Kueue Topology objects, for gangs that ask for a topology level (TAS).
         self.topologies: dict[str, Topology] = {t.name: t for t in sorted(topologies, key=lambda t: t.name)}
         self.preemptor = Preemptor(self.scheduler)
@@ -98,6 +102,12 @@ class Engine:
         self._submitted: set[str] = set()
         # Pod creation times (seconds), parsed once.
         self._creation: dict[str, float] = {}
+        if self.admission is not None:
+            # Workloads that already ran when the admission state was built (restored running).
+            for pod_key, workload in workload_pods(self.admission.entries, admitted_only=True).items():
+                if pod_key in state.pods:
+                    self._workload_of_pod[pod_key] = workload
+                    self._submitted.add(pod_key)
 
     # -- bookkeeping the drivers call --------------------------------------------------
 
@@ -106,8 +116,14 @@ class Engine:
         return name is None or info.pod.spec.scheduler_name == name
 
     def queued(self, info: PodInfo) -> bool:
-        """Whether the pod is handled by admission (it names a Kueue queue and admission is on)."""
-        return self.admission is not None and QUEUE_NAME_LABEL in info.pod.metadata.labels
+        """Whether the pod is handled by admission (it names a Kueue queue and admission is on).
+
+        A pending pod of a workload already admitted (a running group that lost a pod) is not:
+        it is scheduled like any pod, as kube-scheduler schedules the pods Kueue admitted.
+        """
+        if self.admission is None or QUEUE_NAME_LABEL not in info.pod.metadata.labels:
+            return False
+        return info.bound or info.key not in self._workload_of_pod
 
     def submit_new_workloads(self, now: float) -> None:
         """Turn queued pods that arrived since the last cycle into Kueue workloads."""
@@ -161,6 +177,30 @@ class Engine:
         self._submitted.discard(pod_key)
         self._original.pop(pod_key, None)
 
+    def pending_reasons(self, last: Mapping[str, str]) -> dict[str, str]:
+        """Every pending pod this engine schedules, with why it waits.
+
+        `last` holds the reasons of the latest Waiting decisions the caller saw. For a pod of a
+        queued workload, admission's own account comes first (why it is parked, or that it is
+        invalid or incomplete), then `last`, then where it stands in its queue: pods behind a
+        queue's head are never tried in a cycle, so no decision names them.
+        """
+        admission = self.admission
+        workloads = workload_pods(admission.entries) if admission is not None else {}
+        reasons: dict[str, str] = {}
+        for info in self.state.pending():
+            if not self.ours(info):
+                continue
+            key = info.key
+            workload = workloads.get(key) if self.queued(info) else None
+            if admission is None or workload is None:
+                reasons[key] = last.get(key) or "not tried yet"
+                continue
+            reasons[key] = (
+                admission.pending_reason(workload) or last.get(key) or queue_position(admission, workload)
+            )
+        return reasons
+
     # -- the cycle --------------------------------------------------------------------------
 
     def cycle(self, now: float = 0.0) -> CycleResult:
@@ -199,7 +239,8 @@ class Engine:
                 pending.append(info)
         if not pending:
             return
-        groups = gangs(pending)
+        # A pod of an admitted Kueue workload is placed alone: its group was admitted as a whole.
+        groups = gangs(i for i in pending if i.key not in self._workload_of_pod)
         member_of = {key: gang for gang in groups.values() for key in gang.members}
         done_gangs: set[str] = set()
         # Equivalence class -> (releases, reason) of a pod of that class that failed this cycle.
@@ -432,7 +473,10 @@ class Engine:
                 if assignment.mode == Mode.PREEMPT:
                     targets = admission.preemption_targets(workload, assignment)
                     if not targets:
-                        failure = "quota: not enough quota, and no workload can be preempted to make room"
+                        failure = (
+                            f"quota: {assignment.message() or 'not enough quota'}; "
+                            "no workload can be preempted to make room"
+                        )
                     else:
                         for target in targets:
                             evicted.extend(

@@ -23,6 +23,7 @@ from allot.live.http import bound_port, make_app, serve
 from allot.live.leader import LeaderElector, LeaseSettings
 from allot.live.metrics import Metrics
 from allot.live.scheduler import LiveOptions, LiveScheduler
+from allot.live.webhook import make_webhook_app, serve_webhook, tls_context
 from allot.scheduling.profile import Profile
 
 log = logging.getLogger("allot.live")
@@ -38,6 +39,11 @@ class RunSettings:
     bind_address: str = "0.0.0.0"
     port: int = 10259
     kueue: bool = True
+    victim_timeout: float = 300.0
+    # The Job webhook (TLS); served only when both files are given.
+    webhook_port: int = 9443
+    webhook_cert_file: str | None = None
+    webhook_key_file: str | None = None
 
 
 class LeadershipLost(RuntimeError):
@@ -56,7 +62,12 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
     metrics = Metrics(profile=sorted(settings.profiles)[0] if settings.profiles else "allot")
     scheduler = LiveScheduler(
         client,
-        LiveOptions(profiles=settings.profiles, kueue=settings.kueue, identity=identity),
+        LiveOptions(
+            profiles=settings.profiles,
+            kueue=settings.kueue,
+            identity=identity,
+            victim_timeout=settings.victim_timeout,
+        ),
         metrics=metrics,
     )
     elector: LeaderElector | None = None
@@ -73,6 +84,17 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
         )
         runner = await serve(app, settings.bind_address, settings.port)
         log.info("serving /metrics, /healthz, /readyz on %s:%d", settings.bind_address, bound_port(runner))
+    webhook = None
+    if settings.webhook_cert_file and settings.webhook_key_file:
+        context = tls_context(settings.webhook_cert_file, settings.webhook_key_file)
+        scheduler_name = sorted(settings.profiles)[0] if settings.profiles else None
+        webhook = await serve_webhook(
+            make_webhook_app(scheduler_name=scheduler_name),
+            settings.bind_address,
+            settings.webhook_port,
+            context,
+        )
+        log.info("serving the Job webhook on %s:%d", settings.bind_address, bound_port(webhook))
     tasks: list[asyncio.Task[object]] = []
     lost = False
     try:
@@ -80,6 +102,8 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
             tasks.append(loop.create_task(_lead(elector, stop, scheduler)))
         await scheduler.run(stop)
         lost = elector is not None and elector.lost.is_set()
+        if scheduler.fatal is not None:
+            raise scheduler.fatal
     finally:
         stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -87,6 +111,8 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
             await elector.release()
         if runner is not None:
             await runner.cleanup()
+        if webhook is not None:
+            await webhook.cleanup()
         await client.close()
     if lost:
         raise LeadershipLost(f"lost the lease {settings.lease.namespace}/{settings.lease.name}")

@@ -144,6 +144,13 @@ class ApiClient:
         http = _adapter_client(config, params)
         return cls(http, qps=options.qps, burst=options.burst)
 
+    def sibling(self) -> ApiClient:
+        """A client on the same connection pool with a rate limit of its own (kube-scheduler sends
+        its events through a client of their own, so events never slow bindings down)."""
+        sibling = ApiClient(self.http, qps=self.limiter.qps, burst=self.limiter.burst)
+        sibling.requests = self.requests
+        return sibling
+
     @property
     def server(self) -> str:
         return str(self.http.base_url)

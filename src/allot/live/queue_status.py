@@ -44,12 +44,23 @@ class QueueStatusWriter:
         self._written: dict[str, dict[str, Any]] = {}
         self._last = 0.0
         self._task: asyncio.Task[None] | None = None
+        self._deferred: asyncio.TimerHandle | None = None
         self.writes = 0
 
+    def _retry(self, admission: AdmissionState, versions: dict[str, str]) -> None:
+        self._deferred = None
+        self.update(admission, versions)
+
     def update(self, admission: AdmissionState, versions: dict[str, str]) -> None:
-        """Schedule writes for the queues whose status changed (called after each cycle)."""
+        """Schedule writes for the queues whose status changed (called after each cycle); a call
+        within `interval` of the last writes is deferred to the end of the interval, not dropped."""
         now = time.monotonic()
         if now - self._last < self.interval or (self._task is not None and not self._task.done()):
+            if self._deferred is None:
+                delay = max(self.interval - (now - self._last), 0.05)
+                self._deferred = asyncio.get_running_loop().call_later(
+                    delay, self._retry, admission, versions
+                )
             return
         self._last = now
         status = admission.status()
@@ -89,5 +100,7 @@ class QueueStatusWriter:
             self.writes += 1
 
     async def stop(self) -> None:
+        if self._deferred is not None:
+            self._deferred.cancel()
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)

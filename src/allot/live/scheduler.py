@@ -37,6 +37,7 @@ from allot.live.client import ApiClient, ApiError, NotFound
 from allot.live.eviction import Evictor
 from allot.live.kinds import CLUSTER_QUEUES, CORE_KINDS, KUEUE_KINDS, OPTIONAL_KINDS, PODS, Kind
 from allot.live.kueue import admission_from_cluster
+from allot.live.kueue_guard import kueue_manager_active
 from allot.live.metrics import Metrics
 from allot.live.queue_status import QueueStatusWriter
 from allot.live.reflector import Reflector, WatchEvent
@@ -78,6 +79,10 @@ class Readiness:
     errors: list[str] = field(default_factory=list)
 
 
+class KueueConflict(RuntimeError):
+    """Kueue's own controller manager admits the queues allot would admit."""
+
+
 class LiveScheduler:
     """See the module docstring. `run(stop)` returns when `stop` is set."""
 
@@ -95,7 +100,10 @@ class LiveScheduler:
         self._wake = asyncio.Event()
         self._cycle_needed = True
         self.status = StatusWriter(
-            client, reporting_controller=self._controller_name(), instance=options.identity or None
+            client,
+            events_client=client.sibling(),
+            reporting_controller=self._controller_name(),
+            instance=options.identity or None,
         )
         self.evictor = Evictor(
             client, scheduler_name=self._controller_name(), on_failed=self._victim_survived
@@ -105,6 +113,8 @@ class LiveScheduler:
         self.may_schedule: Callable[[], bool] = lambda: True
         self.cycles = 0
         self.last_step = 0.0
+        # Why the scheduler stopped on its own (a conflict it must not run through), if it did.
+        self.fatal: Exception | None = None
 
     def _controller_name(self) -> str:
         return sorted(self.names)[0] if self.names else "allot"
@@ -125,15 +135,31 @@ class LiveScheduler:
 
     async def _served_version(self, kind: Kind) -> str | None:
         """The first of the kind's versions the server serves, or None."""
-        for version in kind.versions:
-            base = f"/apis/{kind.group}/{version}" if kind.group else f"/api/{version}"
+        return await self._served(kind.group, kind.versions, kind.plural)
+
+    async def _served(self, group: str, versions: tuple[str, ...], plural: str) -> str | None:
+        for version in versions:
+            base = f"/apis/{group}/{version}" if group else f"/api/{version}"
             try:
                 body = await self.client.get(base)
             except NotFound:
                 continue
-            if any(r.get("name") == kind.plural for r in body.get("resources") or ()):
+            if any(r.get("name") == plural for r in body.get("resources") or ()):
                 return version
         return None
+
+    async def _check_kueue_manager(self) -> None:
+        """Stop (KueueConflict) if Kueue's own controller manager admits the queues allot serves."""
+        if not self._kueue_present():
+            return
+        queues = set(self.reflectors[CLUSTER_QUEUES].store)
+        version = await self._served("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "workloads")
+        reason = await kueue_manager_active(self.client, workload_version=version, queues=queues)
+        if reason is not None:
+            raise KueueConflict(
+                f"{reason}: allot replaces Kueue's admission for the pods it schedules; stop Kueue's "
+                "controller manager (or run allot with --no-kueue)"
+            )
 
     async def _start_reflectors(self, kinds: tuple[Kind, ...]) -> list[Kind]:
         started: list[Kind] = []
@@ -174,6 +200,13 @@ class LiveScheduler:
                 log.info("now watching %s", ", ".join(k.plural for k in started))
                 await asyncio.gather(*(self.reflectors[k].synced.wait() for k in started))
                 self._rebuild_admission()
+            try:
+                await self._check_kueue_manager()
+            except KueueConflict as conflict:
+                log.error("%s", conflict)
+                self.fatal = conflict
+                stop.set()
+                return
 
     # -- building the engine ---------------------------------------------------------------
 
@@ -198,8 +231,9 @@ class LiveScheduler:
         return self._build_engine_keeping_state()
 
     def _admission(self, state: ClusterState) -> AdmissionState:
-        manifests = self._manifests(KUEUE_KINDS + CORE_KINDS)
-        return admission_from_cluster(manifests, state)
+        # Pods come from the state (assumed bindings included), the rest from the API.
+        kinds = tuple(k for k in KUEUE_KINDS + CORE_KINDS if k is not PODS)
+        return admission_from_cluster(self._manifests(kinds), state)
 
     def _rebuild_admission(self) -> None:
         """Kueue's objects changed (or appeared): a fresh admission state over the same cluster."""
@@ -227,6 +261,7 @@ class LiveScheduler:
         await self._start_reflectors(CORE_KINDS + OPTIONAL_KINDS)
         await asyncio.gather(*(r.synced.wait() for r in self.reflectors.values()))
         self._events.clear()
+        await self._check_kueue_manager()
         self.engine = self._build_engine()
         self.readiness.synced = True
         log.info("synced: %d nodes, %d pods", self.cache.state_or_fail().nodes.size,
@@ -279,15 +314,16 @@ class LiveScheduler:
         ):
             return None
         self._cycle_needed = False
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         result = engine.cycle(now)
+        cpu = time.process_time() - cpu
         self.cycles += 1
         self.readiness.last_cycle = now
         self.metrics.cycle(time.perf_counter() - started, result)
         log.debug(
-            "cycle %d: %d events, %d bound, %d evicted, %d waiting (%.1f ms)",
+            "cycle %d: %d events, %d bound, %d evicted, %d waiting (%.1f ms, %.1f ms CPU)",
             self.cycles, len(events), len(result.bound), len(result.evicted), len(result.waiting),
-            (time.perf_counter() - started) * 1000,
+            (time.perf_counter() - started) * 1000, cpu * 1000,
         )  # fmt: skip
         self._dispatch(result, now)
         self.metrics.observe_state(self.cache, engine)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from allot.cluster.state import WAITING_FOR_CLAIM
 from allot.live.client import STRATEGIC_PATCH, ApiClient, ApiError, RateLimiter
 from allot.live.kinds import PODS
 from allot.model.core import Pod
@@ -32,6 +33,9 @@ log = logging.getLogger("allot.live.status")
 
 EVENTS_PATH = "/apis/events.k8s.io/v1/namespaces/{namespace}/events"
 GATED_PREFIX = "SchedulingGated"
+# Waits that end by themselves in a moment (the resourceclaim controller creating a pod's claim):
+# kube-scheduler keeps such pods out of its queue (PreEnqueue) without writing a condition.
+TRANSIENT = (WAITING_FOR_CLAIM.split("{", 1)[0],)
 # How many pods' last written reasons are remembered (oldest forgotten first).
 MEMORY = 100_000
 
@@ -56,6 +60,7 @@ class StatusWriter:
         self,
         client: ApiClient,
         *,
+        events_client: ApiClient | None = None,
         reporting_controller: str = "allot",
         instance: str | None = None,
         event_qps: float = 10.0,
@@ -63,6 +68,7 @@ class StatusWriter:
         event_interval: float = 600.0,
     ) -> None:
         self.client = client
+        self.events_client = events_client or client
         self.controller = reporting_controller
         self.instance = instance or socket.gethostname()
         self.event_limiter = RateLimiter(event_qps, event_burst)
@@ -77,7 +83,7 @@ class StatusWriter:
     # -- producers (called from the scheduling loop; never block) ---------------------------
 
     def waiting(self, pod: Pod, reason: str) -> None:
-        if self._written.get(pod.key) == reason:
+        if self._written.get(pod.key) == reason or any(t in reason for t in TRANSIENT):
             return
         self._remember(pod.key, reason)
         gated = reason.startswith(GATED_PREFIX)
@@ -194,7 +200,7 @@ class StatusWriter:
                 "uid": pod.metadata.uid,
             },
         }
-        await self.client.post(EVENTS_PATH.format(namespace=pod.namespace), body)
+        await self.events_client.post(EVENTS_PATH.format(namespace=pod.namespace), body)
 
     def pending_writes(self) -> int:
         return len(self._queue)

@@ -50,6 +50,7 @@ def parse_duration(value: Any) -> float | None:
             total = float(text)
         except ValueError:
             return None
+    # "1e99999" reads as infinity: no duration.
     return total if math.isfinite(total) else None
 
 

@@ -114,11 +114,11 @@ def configure_logging(fmt: str, level: str) -> None:
 )
 @click.option(
     "--webhook-cert-file",
-    type=click.Path(exists=True, dir_okay=False),
+    type=FilePath(exists=True, dir_okay=False),
     help="TLS certificate of the webhook; with --webhook-key-file, the webhook is served.",
 )
 @click.option(
-    "--webhook-key-file", type=click.Path(exists=True, dir_okay=False), help="TLS key of the webhook."
+    "--webhook-key-file", type=FilePath(exists=True, dir_okay=False), help="TLS key of the webhook."
 )
 @click.option(
     "--victim-timeout",

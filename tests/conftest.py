@@ -1,11 +1,10 @@
-"""Suite-wide settings: hypothesis without timing deadlines (CI machines are shared and noisy);
-the real control plane's fixtures (tests/controlplane)."""
+"""Suite-wide settings: hypothesis profiles (tests/fuzzing.py: a fixed, derandomised one by default, a long
+randomised one for `python -m tests.fuzz`); the real control plane's fixtures (tests/controlplane)."""
 
 from __future__ import annotations
 
-from hypothesis import settings
+from fuzzing import load_hypothesis_profile
 
 pytest_plugins = ["controlplane.fixtures"]
 
-settings.register_profile("allot", deadline=None, print_blob=True)
-settings.load_profile("allot")
+load_hypothesis_profile()

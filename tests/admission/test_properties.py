@@ -19,6 +19,7 @@ from allot.admission import (
     ParkReason,
 )
 from allot.admission.tree import Node, local_quota
+from fuzzing import examples
 
 from .builders import CQ, CohortB, local_queue, make_state, workload
 
@@ -135,14 +136,14 @@ def run(state: AdmissionState, ops: list[tuple[Any, ...]], prefix: str = "w", no
     return now
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(op, max_size=40), st.booleans())
 def test_limits_hold_for_any_sequence(ops: list[tuple[Any, ...]], fair: bool) -> None:
     state = build(fair)
     run(state, ops)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(op, max_size=25), st.lists(op, max_size=25), st.booleans())
 def test_rollback_restores_everything(
     before: list[tuple[Any, ...]], inside: list[tuple[Any, ...]], fair: bool

@@ -11,6 +11,7 @@ from allot.scheduling.gang import gangs, place_gang
 from allot.scheduling.preemption import Preemptor
 from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
 from builders import claim_spec, claim_template, device_class, gpu_slice, node, pod
+from fuzzing import examples
 
 pod_shapes = st.tuples(
     st.sampled_from(["100m", "500m", "1", "2", "3"]),  # cpu
@@ -23,7 +24,7 @@ actions = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     node_gpus=st.lists(st.integers(min_value=0, max_value=4), min_size=1, max_size=4),
     steps=actions,

@@ -130,7 +130,7 @@ def test_does_not_fit(cluster: Path) -> None:
     result = CliRunner().invoke(
         allocate, ["--node", "gpu-node-1", "--claim", "team-b/inference", str(cluster)]
     )
-    assert result.exit_code == 2
+    assert result.exit_code == 3
     assert result.stdout.startswith(
         "cannot allocate all claims: claim team-b/inference: no combination of devices satisfies its constraints"
     )
@@ -138,7 +138,7 @@ def test_does_not_fit(cluster: Path) -> None:
     as_yaml = CliRunner().invoke(
         allocate, ["--node", "gpu-node-1", "-o", "yaml", "--claim", "team-b/inference", str(cluster)]
     )
-    assert as_yaml.exit_code == 2 and as_yaml.stdout == "" and "cannot allocate all claims" in as_yaml.stderr
+    assert as_yaml.exit_code == 3 and as_yaml.stdout == "" and "cannot allocate all claims" in as_yaml.stderr
 
 
 def test_bad_input(cluster: Path, tmp_path: Path) -> None:
@@ -156,7 +156,7 @@ def test_bad_input(cluster: Path, tmp_path: Path) -> None:
     failed = CliRunner().invoke(allocate, ["--node", "gpu-node-1", str(cluster)])
     assert failed.exit_code == 1 and "could not retrieve device class nope" in failed.stderr
     features = CliRunner().invoke(allocate, ["--node", "gpu-node-1", "--features", "Bogus", str(cluster)])
-    assert features.exit_code == 1 and "unknown DRA feature" in features.stderr
+    assert features.exit_code == 2 and "unknown DRA feature" in features.stderr  # an option value: usage
 
 
 def test_features_option(cluster: Path) -> None:

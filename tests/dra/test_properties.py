@@ -25,6 +25,7 @@ from allot.dra import AllocatedState, Allocation, AllocationError, DeviceId, NoA
 from allot.model.codec import to_data
 from allot.model.quantity import Quantity
 from allot.model.resource import ResourceClaim, ResourceSlice
+from fuzzing import examples
 
 DRIVERS = ("d1", "d2")
 EFFECTS = ("NoSchedule", "NoExecute", "None")
@@ -350,7 +351,7 @@ def _allocate(dra: Any, cluster: Cluster, claims_: list[ResourceClaim], **option
     return outcome
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_allocations_obey_every_rule(dra: Any, data: st.DataObject) -> None:
     cluster = data.draw(clusters(dra))
@@ -362,7 +363,7 @@ def test_allocations_obey_every_rule(dra: Any, data: st.DataObject) -> None:
         assert outcome.diagnosis.summary.startswith("cannot allocate all claims")
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_scorer_and_pruning_keep_feasibility(dra: Any, data: st.DataObject) -> None:
     cluster = data.draw(clusters(dra))

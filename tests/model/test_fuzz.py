@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from allot.model.errors import ManifestError, ManifestErrors
-from allot.model.loader import _StringTimestampLoader, load_text
-from fuzzing import mutate_tree
+from allot.model.loader import load_text
+from allot.model.strict_yaml import StrictLoader
+from fuzzing import examples, memory_ceiling, mutate_tree
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FILES = sorted(p for p in EXAMPLES.rglob("*") if p.suffix in (".yaml", ".json"))
@@ -69,7 +70,7 @@ INVALID_YAML = [
 
 
 def documents(path: Path) -> list[Any]:
-    return list(yaml.load_all(path.read_text(), Loader=_StringTimestampLoader))
+    return list(yaml.load_all(path.read_text(), Loader=StrictLoader))
 
 
 ORIGINALS = {path: documents(path) for path in FILES}
@@ -117,7 +118,7 @@ def identified(docs: list[Any] | None, error: ManifestError) -> tuple[str, str]:
 
 def check(text: str, errors: Sequence[ManifestError]) -> None:
     try:
-        docs: list[Any] | None = list(yaml.load_all(text, Loader=_StringTimestampLoader))
+        docs: list[Any] | None = list(yaml.load_all(text, Loader=StrictLoader))
     except yaml.YAMLError:
         docs = None
     assert errors
@@ -134,12 +135,15 @@ def check(text: str, errors: Sequence[ManifestError]) -> None:
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(mutated())
 def test_mutated_examples_give_located_errors_only(text: str) -> None:
     try:
-        load_text(text, SOURCE)
+        with memory_ceiling():
+            load_text(text, SOURCE)
     except ManifestErrors as failure:
         check(text, failure.errors)
 

@@ -24,6 +24,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from allot.model.quantity import Quantity, QuantityError, QuantityFormat
+from fuzzing import examples
 
 DSI = QuantityFormat.DECIMAL_SI
 BSI = QuantityFormat.BINARY_SI
@@ -838,7 +839,7 @@ def expected_format(text: str, nano: int) -> QuantityFormat:
     return DSI
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(go_grammar_texts())
 def test_agrees_with_official_client_on_nano_exact_values(text: str) -> None:
     exact = oracle_value(text)
@@ -849,7 +850,7 @@ def test_agrees_with_official_client_on_nano_exact_values(text: str) -> None:
     assert q.format is expected_format(text, q.nano)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(go_grammar_texts())
 def test_rounding_and_clamping_follow_go(text: str) -> None:
     exact = oracle_value(text) * NANO
@@ -868,7 +869,7 @@ def test_rounding_and_clamping_follow_go(text: str) -> None:
 DOCUMENTED = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?|[eE][+-]?[0-9]+)")
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(st.text("0123456789.+-eEinumkKMGTPi x", max_size=7))
 def test_accepts_exactly_the_documented_grammar(text: str) -> None:
     exponent = re.search(r"[eE][+-]?([0-9]+)$", text)

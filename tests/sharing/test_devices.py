@@ -19,6 +19,7 @@ from allot.model.resource import (
     ResourceClaimSpec,
 )
 from builders import node
+from fuzzing import examples
 
 MIB = 1024 * 1024
 GPU_MEMORY = 16 * 1024 * MIB
@@ -108,7 +109,7 @@ def test_shares_fill_the_gpu_exactly_and_no_further() -> None:
     )
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(st.lists(st.tuples(st.integers(0, 100), st.integers(1, 6000)), min_size=1, max_size=25))
 def test_sum_of_shares_never_exceeds_the_capacity(requests: list[tuple[int, int]]) -> None:
     allocator = one_gpu_allocator(fractional())

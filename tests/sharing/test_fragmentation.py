@@ -11,6 +11,7 @@ from allot.scheduling.sharing.fragmentation import CpuAwareModel, FragmentationM
 from allot.scheduling.sharing.stranding import StrandingModel
 from allot.scheduling.sharing.table import SharedGpuTable, table_for
 from allot.scheduling.sharing.workload import TargetWorkload
+from fuzzing import examples
 from sharing.helpers import hami_cluster, hami_pod, scheduler, sharing_profile
 
 HAMI = "hami-core-gpu.project-hami.io"
@@ -83,7 +84,7 @@ def filled_table(seed: int) -> tuple[SharedGpuTable, object, object]:
     return table, lambda rows: cpu[rows], state
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(st.integers(0, 10_000))
 def test_measures_and_their_deltas_match_the_definitions(seed: int) -> None:
     table, cpu_free, _state = filled_table(seed)

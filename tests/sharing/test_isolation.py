@@ -17,6 +17,7 @@ from allot.scheduling.profile import DEFAULT_FILTERS, Profile, profiles_from_con
 from allot.scheduling.registry import known_plugins
 from allot.scheduling.scheduler import Placement, Scheduler
 from allot.scheduling.sharing.domains import parse_trust_domain
+from fuzzing import examples
 from sharing.helpers import devices_of, hami_cluster, hami_pod, scheduler, sharing_profile
 
 
@@ -133,7 +134,7 @@ PODS = st.lists(
 )
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(PODS, st.sampled_from(["FGD", "BestFit", "Packing", "Random", None]))
 def test_random_streams_never_mix_domains_and_use_free_gpus(
     pods: list[tuple[str, int]], policy: str | None

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allot.sim.metrics import summarize
+from fuzzing import examples
 
 from .cases import SMALL, prepared, run
 
@@ -72,7 +73,7 @@ jobs:
 """
 
 
-@settings(max_examples=8)
+@settings(max_examples=examples(8))
 @given(
     seed=st.integers(0, 2**31),
     nodes=st.integers(1, 3),

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from allot.model.errors import ManifestErrors
 from allot.sim.scenario.build import prepare
 from allot.sim.scenario.parse import parse_scenario
-from fuzzing import mutate_tree
+from fuzzing import examples, memory_ceiling, mutate_tree
 
 from .cases import SMALL
 
@@ -65,11 +65,12 @@ def assert_located(failure: ManifestErrors, file: str) -> None:
         assert file in str(error), str(error)
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_scenario())
 def test_mutated_scenarios_prepare_or_give_located_errors(text: str) -> None:
     try:
-        prepare(parse_scenario(text, FILE), policies=["fair"])
+        with memory_ceiling():
+            prepare(parse_scenario(text, FILE), policies=["fair"])
     except ManifestErrors as failure:
         assert_located(failure, FILE)
 
@@ -116,12 +117,13 @@ trace: {{type: philly, file: {path}}}
 """
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(csv_text=mutated_philly())
 def test_mutated_philly_traces_prepare_or_give_located_errors(tmp_path: Path, csv_text: str) -> None:
     path = tmp_path / "jobs.csv"
     path.write_text(csv_text)
     try:
-        prepare(parse_scenario(SCENARIO_WITH_TRACE.format(path=path), FILE), policies=["fair"])
+        with memory_ceiling():
+            prepare(parse_scenario(SCENARIO_WITH_TRACE.format(path=path), FILE), policies=["fair"])
     except ManifestErrors as failure:
         assert_located(failure, str(path))

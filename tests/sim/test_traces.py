@@ -52,7 +52,7 @@ def test_philly_errors_name_line_and_column(tmp_path: Path) -> None:
     with pytest.raises(ManifestErrors) as caught:
         prepared(CLUSTER.format(trace=f"{{type: philly, file: {path}}}"))
     messages = [str(e) for e in caught.value.errors]
-    assert f"{path}:2: gpu_num: expected a whole number of GPUs, got 'one'" in messages
+    assert f"{path}:2: gpu_num: expected a whole number of GPUs from 0 to 100,000, got 'one'" in messages
     assert any(m.startswith(f"{path}:3: submit_time:") for m in messages)
     path.write_text("a,b\n1,2\n")
     with pytest.raises(ManifestErrors, match="missing column"):

@@ -21,8 +21,11 @@ from allot.agent import inventory
 from allot.agent.node import CONFIGURABLE_MODES, AgentConfig, GpuMode
 from allot.agent.slices import all_slices, build_pools
 from allot.agent.sources import Sources, open_sources
-from allot.cli.loading import EXIT_BAD_INPUT
+from allot.cli.exits import EXIT_BAD_INPUT
+from allot.cli.kubeconfig import config_errors, describe
+from allot.cli.params import FilePath
 from allot.model.codec import dump_json, dump_yaml
+from allot.report.files import write_atomically
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -55,11 +58,11 @@ def _sharing(entries: tuple[str, ...]) -> tuple[GpuMode, dict[str, GpuMode]]:
 
 def _machine_options(function: Any) -> Any:
     options = [
-        click.option("--sysfs-root", type=click.Path(file_okay=False, path_type=Path), default=Path("/sys"),
+        click.option("--sysfs-root", type=FilePath(file_okay=False, path_type=Path), default=Path("/sys"),
                      show_default=True, help="Where sysfs is mounted (/host/sys in the DaemonSet)."),
-        click.option("--proc-root", type=click.Path(file_okay=False, path_type=Path), default=Path("/proc"),
+        click.option("--proc-root", type=FilePath(file_okay=False, path_type=Path), default=Path("/proc"),
                      show_default=True, help="Where procfs is mounted (MIG capability device nodes)."),
-        click.option("--from", "replay", type=click.Path(dir_okay=False, path_type=Path),
+        click.option("--from", "replay", type=FilePath(dir_okay=False, path_type=Path),
                      help="Replay a recording: its `gpus` replace NVML, its `host` replaces sysfs."),
         click.option("--gpu-sharing", multiple=True, metavar="[GPU=]MODE",
                      help="Sharing mode of non-MIG GPUs (whole, time-sliced, shared); GPU is an index or UUID. "
@@ -70,7 +73,7 @@ def _machine_options(function: Any) -> Any:
         click.option("--exclude-nics", multiple=True, metavar="PATTERN",
                      help="Never publish interfaces or RDMA devices matching this shell pattern (the node's "
                      "primary network). Repeatable."),
-        click.option("--pci-ids", type=click.Path(dir_okay=False, path_type=Path),
+        click.option("--pci-ids", type=FilePath(dir_okay=False, path_type=Path),
                      help="pci.ids database for NIC names (default: the system's)."),
     ]  # fmt: skip
     for option in reversed(options):
@@ -112,7 +115,7 @@ def agent() -> None:
 @click.option("--node-name", envvar="NODE_NAME", help="The node's name [default: this host's name].")
 @_machine_options
 @click.option(
-    "--record", type=click.Path(dir_okay=False, path_type=Path), help="Also save the raw inventory here."
+    "--record", type=FilePath(dir_okay=False, path_type=Path), help="Also save the raw inventory here."
 )
 @click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
 def discover(
@@ -129,7 +132,7 @@ def discover(
         if record is not None:
             text = inventory.to_yaml(sources.record(f"recorded by `allot agent discover` on node {node}"))
             try:
-                record.write_text(text, encoding="utf-8")
+                write_atomically(record, text.encode("utf-8"))
             except OSError as err:
                 click.echo(f"error: {record}: cannot write: {err.strerror}", err=True)
                 raise SystemExit(EXIT_BAD_INPUT) from None
@@ -151,7 +154,7 @@ def discover(
     help="The node's name (the downward API's spec.nodeName).",
 )
 @_machine_options
-@click.option("--kubeconfig", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--kubeconfig", type=FilePath(dir_okay=False, path_type=Path),
               help="Default: the pod's service account, else ~/.kube/config.")  # fmt: skip
 @click.option("--qps", type=click.FloatRange(min=0.1), default=5.0, show_default=True)
 @click.option("--burst", type=click.IntRange(min=1), default=10, show_default=True)
@@ -179,8 +182,6 @@ def run(
 ) -> None:  # fmt: skip
     """Publish this node's devices and keep them true until SIGTERM (the slices stay)."""
     try:  # the API client and metrics come with the `agent` extra; `discover` needs neither
-        from lightkube.core.exceptions import ConfigError
-
         from allot.agent.client import make_client
         from allot.agent.runner import AgentOptions
         from allot.agent.service import serve
@@ -195,9 +196,9 @@ def run(
     sources = _open(sysfs_root, proc_root, replay)
     try:
         api = make_client(kubeconfig, qps=qps, burst=burst)
-    except (ConfigError, OSError, ValueError) as err:
+    except config_errors() as err:
         sources.close()
-        click.echo(f"error: no API server configuration: {err}", err=True)
+        click.echo(f"error: no API server configuration: {describe(err)}", err=True)
         raise SystemExit(EXIT_BAD_INPUT) from None
     options = AgentOptions(node=node_name, config=config, resync=resync, poll=poll, settle=settle)
     asyncio.run(serve(api, sources, options, metrics_address=metrics_address))

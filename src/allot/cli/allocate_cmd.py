@@ -9,7 +9,7 @@ default feature set: every DRA feature on).
 
 Prints a table of the allocation, or the reason nothing fits; with
 `-o yaml` prints the allocated claims with `status.allocation` in upstream
-form. Exit status: 0 allocated, 1 bad input, 2 does not fit on the node.
+form. Exit status: 0 allocated, 1 bad input, 2 bad usage, 3 does not fit on the node.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from msgspec.structs import replace
 from rich.console import Console
 from rich.table import Table
 
+from allot.cli.exits import EXIT_NEGATIVE, bad_input
 from allot.cli.loading import load_or_exit
 from allot.dra import (
     AllocatedState,
@@ -43,17 +44,15 @@ from allot.model.resource import (
     ResourceSlice,
 )
 
-EXIT_BAD_INPUT = 1
-EXIT_NO_FIT = 2
+NOT_DONE = "nothing was allocated"
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    raise SystemExit(EXIT_BAD_INPUT)
+    bad_input([message], NOT_DONE)
 
 
 def _load(paths: Sequence[str]) -> Manifests:
-    return load_or_exit(paths, not_done="nothing was allocated")
+    return load_or_exit(paths, not_done=NOT_DONE)
 
 
 def _select_claims(claims: list[ResourceClaim], names: Sequence[str]) -> list[ResourceClaim]:
@@ -160,7 +159,7 @@ def allocate(
             Features.all() if features is None else Features.from_names(n for n in features.split(",") if n)
         )
     except ValueError as err:
-        _fail(str(err))
+        raise click.BadParameter(str(err), param_hint="--features") from None
     all_claims = loaded.of_kind(ResourceClaim)
     claims = _select_claims(all_claims, claim_names)
     allocator = Allocator(
@@ -178,7 +177,7 @@ def allocate(
         if output == "text":
             for line in outcome.diagnosis.text().splitlines()[1:]:
                 click.echo(line)
-        raise SystemExit(EXIT_NO_FIT)
+        raise SystemExit(EXIT_NEGATIVE)
     assert isinstance(outcome, Allocation)
     if output == "yaml":
         allocated = [

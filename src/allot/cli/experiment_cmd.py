@@ -13,6 +13,7 @@ plots as PNG (see `allot.report.fragmentation`).
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import click
@@ -20,6 +21,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from allot.cli.exits import bad_input
+from allot.cli.params import FilePath
 from allot.report.fragmentation import read_runs, write_all, write_runs
 from allot.scheduling.sharing.policies import POLICIES
 from allot.sim.experiments.fragmentation import (
@@ -34,6 +37,9 @@ from allot.sim.experiments.fragmentation import (
 )
 
 SAVE_EVERY = 10
+MAX_SEEDS = 1000
+MAX_SEED = 2**32 - 1
+MAX_JOBS = 256
 
 
 def _seeds(text: str) -> list[int]:
@@ -42,12 +48,18 @@ def _seeds(text: str) -> list[int]:
         for part in text.split(","):
             part = part.strip()
             if "-" in part:
-                low, high = part.split("-", 1)
-                seeds.extend(range(int(low), int(high) + 1))
+                low, high = (int(bound) for bound in part.split("-", 1))
             elif part:
-                seeds.append(int(part))
+                low = high = int(part)
+            else:
+                continue
+            if not 0 <= low <= high <= MAX_SEED or len(seeds) + high - low + 1 > MAX_SEEDS:
+                raise click.BadParameter(
+                    f"{part!r}: expected at most {MAX_SEEDS} seeds from 0 to {MAX_SEED}, as low-high or a list"
+                )
+            seeds.extend(range(low, high + 1))
     except ValueError:
-        raise click.BadParameter(f"{text!r}: expected seeds like 42-51 or 42,43") from None
+        raise click.BadParameter(f"{text[:60]!r}: expected seeds like 42-51 or 42,43") from None
     if not seeds:
         raise click.BadParameter("no seeds given")
     return seeds
@@ -99,13 +111,17 @@ def experiment() -> None:
 @click.option("--seeds", default="42-51", show_default=True, help="seeds: a range 42-51 or a list 42,43")
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FilePath(file_okay=False, path_type=Path),
     default=Path("allot-experiment"),
     show_default=True,
     help="output directory (runs.csv, table.csv, plots)",
 )
 @click.option(
-    "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="runs in parallel processes"
+    "--jobs",
+    type=click.IntRange(1, MAX_JOBS),
+    default=1,
+    show_default=True,
+    help="runs in parallel processes",
 )
 @click.option(
     "--pods",
@@ -133,8 +149,15 @@ def fragmentation(
     runs_file = out / "runs.csv"
     try:
         existing = [] if force else read_runs(runs_file)
-    except (KeyError, ValueError) as err:
-        raise click.ClickException(f"{runs_file}: not a runs file written by allot ({err})") from None
+    except (KeyError, ValueError, csv.Error) as err:
+        bad_input([f"{runs_file}: not a runs file written by allot ({err})"], "nothing was run")
+    except OSError as err:
+        bad_input([f"{runs_file}: cannot read: {err.strerror or err}"], "nothing was run")
+    try:
+        # Before hours of runs: a place the results cannot be written to is bad input now.
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        bad_input([f"--out {out}: cannot write there: {err.strerror or err}"], "nothing was run")
     done = {(r.trace, r.policy, r.seed): r for r in existing}
     wanted = list(specs(chosen_traces, chosen_policies, chosen_seeds, pods))
     # A stored run counts only if it placed as many pods as asked now (a --pods look is no whole run).
@@ -159,7 +182,6 @@ def fragmentation(
             count = int(progress.tasks[0].completed)
             if count % SAVE_EVERY == 0:
                 # A long experiment keeps what it has: an interrupted one resumes from here.
-                out.mkdir(parents=True, exist_ok=True)
                 write_runs(done.values(), runs_file)
 
         run_all(todo, jobs=jobs, done=finished)
@@ -169,7 +191,12 @@ def fragmentation(
     # Runs cut short by --pods may end before 100 % arrived: report where all of them got to.
     percent = min([100, *(r.reached for r in selected)])
     rows = summarise(selected, percent)
-    written = write_all(results, rows, out, plots=not no_plots)
+    try:
+        written = write_all(results, rows, out, plots=not no_plots)
+    except OSError as err:
+        bad_input(
+            [f"--out {out}: cannot write the results: {err.strerror or err}"], "the results were not written"
+        )
     console.print(_table(rows, percent))
     console.print(
         f"{len(todo)} run(s) done, {len(results)} in {runs_file}; wrote {len(written)} file(s) to {out}/"

@@ -8,22 +8,11 @@ expected>` line per problem, then a count and what was not done.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NoReturn
-
-import click
 
 from allot.cli.checks import check_manifests
-from allot.model.errors import ManifestError, ManifestErrors
+from allot.cli.exits import bad_input
+from allot.model.errors import ManifestErrors
 from allot.model.loader import Manifests, load_paths
-
-EXIT_BAD_INPUT = 1
-
-
-def fail(errors: Sequence[ManifestError], not_done: str) -> NoReturn:
-    for error in errors:
-        click.echo(f"error: {error}", err=True)
-    click.echo(f"{len(errors)} error(s); {not_done}", err=True)
-    raise SystemExit(EXIT_BAD_INPUT)
 
 
 def load_or_exit(paths: Sequence[str], *, not_done: str) -> Manifests:
@@ -31,8 +20,8 @@ def load_or_exit(paths: Sequence[str], *, not_done: str) -> Manifests:
     try:
         manifests = load_paths(paths)
     except ManifestErrors as failure:
-        fail(failure.errors, not_done)
+        bad_input(failure.errors, not_done)
     problems = check_manifests(manifests)
     if problems:
-        fail(problems, not_done)
+        bad_input(problems, not_done)
     return manifests

@@ -1,12 +1,23 @@
-"""The `allot` command: a click group whose subcommands live one per module."""
+"""The `allot` command: a click group whose subcommands live one per module.
+
+Exit codes are the same in every command (`allot.cli.exits`). Click turns
+usage errors into exit 2; the commands turn bad input into exit 1 and a
+negative answer into 3. Anything else that escapes a command is a bug in
+allot: `main` reports it in one line and exits 4 instead of printing a
+traceback (ALLOT_TRACEBACK=1 lets the traceback through, for debugging).
+"""
 
 from __future__ import annotations
+
+import os
+import sys
 
 import click
 
 from allot import __version__
 from allot.cli.agent_cmd import agent
 from allot.cli.allocate_cmd import allocate
+from allot.cli.exits import EXIT_INTERNAL
 from allot.cli.experiment_cmd import experiment
 from allot.cli.place_cmd import place
 from allot.cli.preset_cmd import preset
@@ -33,5 +44,19 @@ cli.add_command(agent)
 cli.add_command(run)
 
 
+TRACEBACK_VARIABLE = "ALLOT_TRACEBACK"
+
+
 def main() -> None:
-    cli()
+    try:
+        cli()
+    except Exception as bug:  # the last line of defence; every expected failure exits earlier
+        if os.environ.get(TRACEBACK_VARIABLE):
+            raise
+        detail = str(bug).splitlines()[0] if str(bug) else ""
+        click.echo(
+            f"internal error: {type(bug).__name__}{': ' + detail if detail else ''} "
+            f"(a bug in allot; {TRACEBACK_VARIABLE}=1 shows where)",
+            err=True,
+        )
+        sys.exit(EXIT_INTERNAL)

@@ -9,10 +9,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from allot.cli.exits import bad_input, negative
 from allot.cli.loading import load_or_exit
+from allot.cli.params import FilePath
 from allot.cli.profiles import load_profiles
 from allot.model.codec import dump_yaml
 from allot.plan.planner import PlanResult, explain, plan, resulting_objects
+
+NOT_DONE = "nothing was planned"
 
 
 def _devices(result: PlanResult, pod_key: str) -> str:
@@ -53,7 +57,7 @@ def _print_table(console: Console, result: PlanResult) -> None:
 @click.option(
     "--config",
     "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=FilePath(exists=True, dir_okay=False, path_type=Path),
     help="KubeSchedulerConfiguration file with scheduler profiles.",
 )
 @click.option("--explain", "explain_pod", metavar="NAMESPACE/POD", help="Show per-node reasons for one pod.")
@@ -70,8 +74,8 @@ def place(
     no_queues: bool,
 ) -> None:
     """Place every pending pod of the cluster in PATHS (files, folders, or - for stdin)."""
-    manifests = load_or_exit(paths, not_done="nothing was planned")
-    profiles = load_profiles(config_path) if config_path else None
+    manifests = load_or_exit(paths, not_done=NOT_DONE)
+    profiles = load_profiles(config_path, not_done=NOT_DONE) if config_path else None
     result = plan(
         manifests,
         profiles=profiles,
@@ -88,13 +92,11 @@ def place(
         try:
             explanation = explain(result, explain_pod)
         except KeyError as missing:
-            raise click.UsageError(str(missing.args[0])) from None
+            bad_input([f"--explain {explain_pod}: {missing.args[0]}"], "no explanation was given")
         click.echo(f"\n{explanation.pod}: {explanation.summary}")
         for node in explanation.nodes:
             click.echo(f"  {node.node}: {node.status.message()}")
             for line in node.allocator.splitlines():
                 click.echo(f"      {line}")
     if result.violations:
-        for violation in result.violations:
-            click.echo(f"invariant violated: {violation}", err=True)
-        raise SystemExit(3)
+        negative("\n".join(f"invariant violated: {violation}" for violation in result.violations))

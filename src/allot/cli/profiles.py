@@ -4,20 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
 import yaml
 
-from allot.scheduling.profile import Profile, ProfileError, profiles_from_config
-from allot.scheduling.registry import known_plugins
+from allot.cli.exits import bad_input
+from allot.model.strict_yaml import describe_yaml_error, load_yaml
+from allot.scheduling.profile import Profile, ProfileError
+from allot.scheduling.profile_config import checked_profiles
 
 
-def load_profiles(path: Path) -> dict[str, Profile]:
-    """Profiles by scheduler name; a bad file is a usage error naming the file and field."""
+def load_profiles(path: Path, *, not_done: str) -> dict[str, Profile]:
+    """Profiles by scheduler name; a file that cannot be read or used is bad input (exit 1)."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
-        raise click.BadParameter(f"{path}: {err}", param_hint="--config") from None
+        raw = load_yaml(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:  # ValueError: undecodable text
+        bad_input([f"{path}: cannot read: {err}"], not_done)
+    except yaml.YAMLError as err:
+        bad_input([f"{path}: {describe_yaml_error(err)}"], not_done)
     try:
-        return profiles_from_config(raw, known_plugins=known_plugins(), source=str(path))
+        return checked_profiles(raw, source=str(path))
     except ProfileError as err:
-        raise click.BadParameter(str(err), param_hint="--config") from None
+        bad_input([err], not_done)

@@ -40,8 +40,6 @@ from allot.model.core import Pod
 from allot.model.kueue import KUEUE_GROUP
 from allot.model.loader import Manifests
 
-EXIT_BAD_INPUT = 1
-
 
 def _load(paths: Sequence[str]) -> Manifests:
     return load_or_exit(paths, not_done="no queue status was computed")

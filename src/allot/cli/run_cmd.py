@@ -10,6 +10,9 @@ from pathlib import Path
 
 import click
 
+from allot.cli.exits import bad_input
+from allot.cli.kubeconfig import config_errors, describe
+from allot.cli.params import FilePath
 from allot.cli.profiles import load_profiles
 from allot.scheduling.profile import Profile
 
@@ -45,14 +48,14 @@ def configure_logging(fmt: str, level: str) -> None:
 @click.command()
 @click.option(
     "--kubeconfig",
-    type=click.Path(exists=True, dir_okay=False),
+    type=FilePath(exists=True, dir_okay=False),
     help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account).",
 )
 @click.option("--context", help="Kubeconfig context (default: its current-context).")
 @click.option(
     "--config",
     "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=FilePath(exists=True, dir_okay=False, path_type=Path),
     help="KubeSchedulerConfiguration: allot schedules the pods whose schedulerName is one of its profiles.",
 )
 @click.option(
@@ -111,11 +114,11 @@ def configure_logging(fmt: str, level: str) -> None:
 )
 @click.option(
     "--webhook-cert-file",
-    type=click.Path(exists=True, dir_okay=False),
+    type=FilePath(exists=True, dir_okay=False),
     help="TLS certificate of the webhook; with --webhook-key-file, the webhook is served.",
 )
 @click.option(
-    "--webhook-key-file", type=click.Path(exists=True, dir_okay=False), help="TLS key of the webhook."
+    "--webhook-key-file", type=FilePath(exists=True, dir_okay=False), help="TLS key of the webhook."
 )
 @click.option(
     "--victim-timeout",
@@ -163,11 +166,16 @@ def run(
     The same engine as `allot simulate` and `allot place`: Kueue admission where a pod names a
     LocalQueue, gangs, DRA, topology, GPU sharing and preemption. See docs/live.md.
     """
-    from allot.live.app import LeadershipLost, RunSettings
-    from allot.live.app import run as run_live
-    from allot.live.client import ClientOptions
-    from allot.live.leader import LeaseSettings
-    from allot.live.scheduler import KueueConflict
+    try:
+        from allot.live.app import LeadershipLost, RunSettings
+        from allot.live.app import run as run_live
+        from allot.live.client import ClientOptions, load_config
+        from allot.live.leader import LeaseSettings
+        from allot.live.scheduler import KueueConflict
+    except ImportError as err:
+        bad_input(
+            [f"allot run needs the live extra (pip install 'allot[live]'): {err}"], "nothing was scheduled"
+        )
 
     configure_logging(log_format, log_level)
     if (
@@ -178,7 +186,7 @@ def run(
             "expected retry period < renew deadline < lease duration", param_hint="--leader-elect-*"
         )
     if config_path is not None:
-        profiles = load_profiles(config_path)
+        profiles = load_profiles(config_path, not_done="nothing was scheduled")
         if scheduler_name is not None and scheduler_name not in profiles:
             raise click.BadParameter(
                 f"no profile named {scheduler_name!r} in {config_path}", param_hint="--scheduler-name"
@@ -208,6 +216,10 @@ def run(
     )
     if (webhook_cert_file is None) != (webhook_key_file is None):
         raise click.UsageError("--webhook-cert-file and --webhook-key-file go together")
+    try:
+        load_config(settings.client.kubeconfig, settings.client.context)
+    except config_errors() as error:  # no kubeconfig, no in-cluster config, or an unusable one
+        bad_input([f"no API server configuration: {describe(error)}"], "nothing was scheduled")
     try:
         asyncio.run(run_live(settings))
     except LeadershipLost as lost:

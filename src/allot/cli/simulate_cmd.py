@@ -14,22 +14,34 @@ import time
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import NoReturn
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from allot.cli.exits import bad_input, negative
+from allot.cli.params import FilePath
 from allot.model.errors import ManifestErrors
 from allot.report import ReportData, write_report
 from allot.report import format as fmt
+from allot.sim.limits import (
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_JOBS,
+    DEFAULT_MAX_NODES,
+    DEFAULT_MAX_PODS,
+    MAX_SECONDS,
+    MAX_SEED,
+    RunLimits,
+)
 from allot.sim.metrics import Summary, summarize
 from allot.sim.parallel import Task, TaskFailed, default_workers, run_all
 from allot.sim.policies import Policy
 from allot.sim.records import SimResult
 from allot.sim.scenario.build import Prepared, prepare
 from allot.sim.scenario.parse import load_scenario, parse_scenario
-from allot.sim.scenario.reader import parse_duration
+from allot.sim.scenario.reader import parse_duration, short_repr
 from allot.sim.scenario.schema import Scenario
 from allot.sim.simulator import SimOptions, Simulation, SimulationError
 from allot.sim.traces import parse_trace_option
@@ -38,16 +50,13 @@ BUILTIN = "default.yaml"
 PROGRESS_INTERVAL = 0.1  # seconds of wall time between progress-bar updates
 
 
-def builtin_scenario() -> Scenario:
+def builtin_scenario(limits: RunLimits = DEFAULT_LIMITS) -> Scenario:
     text = resources.files("allot.sim").joinpath("scenarios", BUILTIN).read_text(encoding="utf-8")
-    return parse_scenario(text, f"built-in {BUILTIN}")
+    return parse_scenario(text, f"built-in {BUILTIN}", limits=limits)
 
 
-def _fail(errors: ManifestErrors) -> None:
-    for error in errors.errors:
-        click.echo(f"error: {error}", err=True)
-    click.echo(f"{len(errors.errors)} error(s); nothing was simulated", err=True)
-    raise SystemExit(1)
+def _fail(errors: ManifestErrors) -> NoReturn:
+    bad_input(errors.errors, "nothing was simulated")
 
 
 class _Bars:
@@ -142,18 +151,32 @@ def _table(summaries: list[Summary]) -> Table:
     return table
 
 
+def _limit(what: str, default: int, whole: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    return click.option(
+        f"--max-{what}",
+        type=click.IntRange(min=1),
+        default=default,
+        show_default=True,
+        help=f"Refuse {whole} of more {what} than this.",
+    )
+
+
 @click.command()
-@click.argument("scenario", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("scenario", required=False, type=FilePath(dir_okay=False, path_type=Path))
 @click.option(
     "--compare",
     metavar="P1,P2",
     help="Policies to run side by side (fifo-priority, kueue, fair, fgd, or the scenario's own).",
 )
-@click.option("--seed", type=int, help="Random seed for the workload (default: the scenario's).")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, MAX_SEED),
+    help="Random seed for the workload, 0 to 2^64-1 (default: the scenario's).",
+)
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option(
     "--report-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FilePath(file_okay=False, path_type=Path),
     default=Path("allot-report"),
     show_default=True,
 )
@@ -163,7 +186,9 @@ def _table(summaries: list[Summary]) -> Table:
     metavar="SPEC",
     help="Replace the scenario's jobs: openb:default, philly:FILE or synthetic[:jobs=N,load=X].",
 )
-@click.option("--horizon", metavar="DURATION", help="Stop at this simulated time (e.g. 6h).")
+@click.option(
+    "--horizon", metavar="DURATION", help="Stop at this simulated time (e.g. 6h; at most 10 years)."
+)
 @click.option(
     "--check",
     is_flag=True,
@@ -177,6 +202,9 @@ def _table(summaries: list[Summary]) -> Table:
     help="Policies simulated at once, one process each (default: one per CPU).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@_limit("nodes", DEFAULT_MAX_NODES, "a cluster")
+@_limit("jobs", DEFAULT_MAX_JOBS, "a workload")
+@_limit("pods", DEFAULT_MAX_PODS, "a workload")
 def simulate(
     scenario: Path | None,
     compare: str | None,
@@ -189,15 +217,23 @@ def simulate(
     workers: int | None,
     check: bool,
     quiet: bool,
+    max_nodes: int,
+    max_jobs: int,
+    max_pods: int,
 ) -> None:
-    """Simulate SCENARIO (a scenario YAML; default: the built-in three-team DGX H100 cluster)."""
+    """Simulate SCENARIO (a scenario YAML; default: the built-in three-team DGX H100 cluster).
+
+    A run larger than --max-nodes, --max-jobs or --max-pods is refused before it starts.
+    """
     horizon_seconds = None
     if horizon is not None:
         horizon_seconds = parse_duration(horizon)
-        if horizon_seconds is None or horizon_seconds <= 0:
+        if horizon_seconds is None or not 0 < horizon_seconds <= MAX_SECONDS:
             raise click.BadParameter(
-                f"expected a duration such as 6h or 90m, got {horizon!r}", param_hint="--horizon"
+                f"expected a duration such as 6h or 90m, above 0 and at most 10 years, got {short_repr(horizon)}",
+                param_hint="--horizon",
             )
+    limits = RunLimits(nodes=max_nodes, jobs=max_jobs, pods=max_pods)
     trace_spec = None
     if trace is not None:
         try:
@@ -206,11 +242,12 @@ def simulate(
             raise click.BadParameter(str(err), param_hint="--trace") from None
     names = [p.strip() for p in compare.split(",") if p.strip()] if compare else None
     try:
-        loaded = load_scenario(scenario) if scenario is not None else builtin_scenario()
-        prepared = prepare(loaded, seed=seed, trace=trace_spec, policies=names, horizon=horizon_seconds)
+        loaded = load_scenario(scenario, limits=limits) if scenario is not None else builtin_scenario(limits)
+        prepared = prepare(
+            loaded, seed=seed, trace=trace_spec, policies=names, horizon=horizon_seconds, limits=limits
+        )
     except ManifestErrors as errors:
         _fail(errors)
-        return
     err_console = Console(stderr=True)
     show_progress = not quiet and err_console.is_terminal
     try:
@@ -223,8 +260,7 @@ def simulate(
     except (SimulationError, TaskFailed) as failure:
         if isinstance(failure, TaskFailed) and failure.kind != SimulationError.__name__:
             raise
-        click.echo(f"invariant violated: {failure}", err=True)
-        raise SystemExit(3) from None
+        negative(f"invariant violated: {failure}")
     summaries = [summarize(r) for r in results]
     report_path = None
     if not no_report:
@@ -236,7 +272,13 @@ def simulate(
             summaries=summaries,
             descriptions={p.name: p.description for p in prepared.policies},
         )
-        report_path = write_report(data, report_dir)
+        try:
+            report_path = write_report(data, report_dir)
+        except OSError as err:
+            bad_input(
+                [f"--report-dir {report_dir}: cannot write the report: {err.strerror or err}"],
+                "no report was written",
+            )
     if output == "json":
         payload = {
             "scenario": prepared.scenario.name,

@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections import defaultdict
 from fractions import Fraction
 
-import numpy as np
-
 from allot.cluster.claims import pod_uid
 from allot.cluster.state import ClusterState
 from allot.dra import AllocatedState, DeviceId
@@ -119,22 +117,24 @@ def _check_devices(state: ClusterState) -> list[str]:
 def _check_nodes(state: ClusterState) -> list[str]:
     problems: list[str] = []
     table = state.nodes
-    sums: dict[str, np.ndarray] = {name: np.zeros(table.size, dtype=np.int64) for name in table.requested}
+    # Exact sums in Python integers: amounts may be far past int64.
+    sums: dict[str, list[int]] = {name: [0] * table.size for name in table.requested}
     for info in state.bound():
         assert info.node is not None
         for name, value in ClusterState.node_usage(info).items():
-            sums.setdefault(name, np.zeros(table.size, dtype=np.int64))[info.node] += value
-    for name, total in sorted(sums.items()):
+            sums.setdefault(name, [0] * table.size)[info.node] += value
+    for name, totals in sorted(sums.items()):
         tracked = table.requested.get(name)
-        if tracked is None or not np.array_equal(tracked, total):
+        if tracked is None or [table.requested_total(name, i) for i in range(table.size)] != totals:
             problems.append(f"node table's requested {name} differs from the sum over bound pods")
-        capacity = table.allocatable.get(name)
-        if capacity is None:
+        if name not in table.allocatable:
             continue
-        for index in np.flatnonzero(total > capacity):
-            problems.append(
-                f"node {table.infos[int(index)].name}: requested {name} {int(total[index])} exceeds allocatable {int(capacity[index])}"
-            )
+        for index, total in enumerate(totals):
+            capacity = table.infos[index].allocatable.get(name, 0)
+            if total > capacity:
+                problems.append(
+                    f"node {table.infos[index].name}: requested {name} {total} exceeds allocatable {capacity}"
+                )
     return problems
 
 

@@ -5,6 +5,13 @@ is also the deterministic tie-break everywhere in placement. Each resource
 has two int64 arrays (allocatable, requested) so a filter or score can look
 at all nodes in one vector operation instead of a Python loop per node.
 Writes go through `add_usage` so the cluster's journal can undo them.
+
+The API server accepts quantities far past int64 (any decimal quantity), so
+the arrays hold every amount saturated at `AMOUNT_CAP` (2^53: 8 PiB of
+memory, 9 * 10^12 CPUs), which keeps every sum and product the filters and
+scores compute inside int64 and exact in float64. The exact amounts stay in
+Python integers (`NodeInfo.allocatable`, `requested_total`), and a filter
+that meets a saturated cell decides that node exactly (`saturated`).
 """
 
 from __future__ import annotations
@@ -19,8 +26,19 @@ from allot.cluster.journal import Journal
 from allot.cluster.resources import CPU, MEMORY, PODS, amounts
 from allot.model.core import Node, Taint
 
+# Keys of the non-zero scoring sums among the saturated cells (not resource names: those hold no space).
+NONZERO_CPU = "nonzero cpu"
+NONZERO_MEMORY = "nonzero memory"
+
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+AMOUNT_CAP = 2**53
+
+
+def saturate(amount: int) -> int:
+    """`amount` within [-AMOUNT_CAP, AMOUNT_CAP], the range the arrays hold."""
+    return AMOUNT_CAP if amount > AMOUNT_CAP else -AMOUNT_CAP if amount < -AMOUNT_CAP else amount
 
 
 @dataclass(slots=True)
@@ -57,6 +75,10 @@ class NodeTable:
             names.update(info.allocatable)
         self.allocatable: dict[str, IntArray] = {}
         self.requested: dict[str, IntArray] = {}
+        # Exact totals of the cells whose array value is saturated, by (column, node index).
+        self._beyond: dict[tuple[str, int], int] = {}
+        # Columns with an allocatable amount past AMOUNT_CAP on some node.
+        self._huge: set[str] = set()
         for name in sorted(names):
             self._add_column(name)
         # For scoring, pods that request nothing count a small default (kube-scheduler's non-zero requests).
@@ -68,8 +90,38 @@ class NodeTable:
         self.ready: BoolArray = np.array([n.node.ready for n in self.infos], dtype=np.bool_)
 
     def _add_column(self, name: str) -> None:
-        self.allocatable[name] = np.array([n.allocatable.get(name, 0) for n in self.infos], dtype=np.int64)
+        exact = [n.allocatable.get(name, 0) for n in self.infos]
+        if any(abs(a) > AMOUNT_CAP for a in exact):
+            self._huge.add(name)
+        self.allocatable[name] = np.array([saturate(a) for a in exact], dtype=np.int64)
         self.requested[name] = np.zeros(self.size, dtype=np.int64)
+
+    def saturated(self, name: str) -> bool:
+        """Whether some cell of column `name` (allocatable or requested) holds a saturated amount:
+        then comparisons on the arrays are only approximate, and exact ones use `free_exact`."""
+        return name in self._huge or any(column == name for column, _ in self._beyond)
+
+    def requested_total(self, name: str, index: int) -> int:
+        """The exact amount of `name` the pods on node `index` request."""
+        exact = self._beyond.get((name, index))
+        if exact is not None:
+            return exact
+        column = self.requested.get(name)
+        return int(column[index]) if column is not None else 0
+
+    def free_exact(self, name: str, index: int) -> int:
+        """Allocatable minus requested for `name` on node `index`, exactly."""
+        return self.infos[index].allocatable.get(name, 0) - self.requested_total(name, index)
+
+    def _add(self, column: IntArray, key: tuple[str, int], delta: int) -> None:
+        index = key[1]
+        exact = self._beyond.pop(key, None)
+        total = (exact if exact is not None else int(column[index])) + delta
+        if -AMOUNT_CAP <= total <= AMOUNT_CAP:
+            column[index] = total
+        else:
+            column[index] = saturate(total)
+            self._beyond[key] = total
 
     def free(self, name: str) -> IntArray:
         """Allocatable minus requested for `name` (zeros for a resource no node has)."""
@@ -79,20 +131,19 @@ class NodeTable:
 
     def add_usage(self, index: int, usage: Mapping[str, int], nonzero: tuple[int, int], sign: int) -> None:
         """Add (sign=+1) or remove (sign=-1) one pod's requests on node `index`; journaled."""
-        for name, value in usage.items():
+        for name in usage:
             if name not in self.requested:
                 # A resource no node offers: track its use so invariants can see it, capacity stays 0.
                 self._add_column(name)
-            self.requested[name][index] += sign * value
-        self.nonzero_cpu[index] += sign * nonzero[0]
-        self.nonzero_memory[index] += sign * nonzero[1]
-        self.journal.record(lambda: self._revert(index, usage, nonzero, sign))
+        self._apply(index, usage, nonzero, sign)
+        self.journal.record(lambda: self._apply(index, usage, nonzero, -sign))
 
-    def _revert(self, index: int, usage: Mapping[str, int], nonzero: tuple[int, int], sign: int) -> None:
+    def _apply(self, index: int, usage: Mapping[str, int], nonzero: tuple[int, int], sign: int) -> None:
+        add = self._add
         for name, value in usage.items():
-            self.requested[name][index] -= sign * value
-        self.nonzero_cpu[index] -= sign * nonzero[0]
-        self.nonzero_memory[index] -= sign * nonzero[1]
+            add(self.requested[name], (name, index), sign * value)
+        add(self.nonzero_cpu, (NONZERO_CPU, index), sign * nonzero[0])
+        add(self.nonzero_memory, (NONZERO_MEMORY, index), sign * nonzero[1])
 
     def set_ready(self, index: int, ready: bool) -> None:
         old = bool(self.ready[index])

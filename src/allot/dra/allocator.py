@@ -7,10 +7,11 @@ feature set and the CEL environment. A call on one node:
 1. gathers the node's pools (cached per node);
 2. validates and prepares every claim (errors here are fatal for all nodes
    and raise `AllocationError` with upstream's text);
-3. searches depth-first for the first allocation of all claims together
-   (or, with a scorer, for up to `max_solutions` allocations and keeps the
-   best among those that take the same `firstAvailable` alternatives as
-   the first);
+3. checks that the capacity the claims ask for can fit at all (a sum,
+   `shortfall`), then searches depth-first for the first allocation of all
+   claims together (or, with a scorer, for up to `max_solutions`
+   allocations and keeps the best among those that take the same
+   `firstAvailable` alternatives as the first);
 4. builds `AllocationResult`s in upstream form, or a `Diagnosis`.
 
 "Does not fit on this node" is not an error: it is a `NoAllocation`, whose
@@ -32,6 +33,7 @@ from allot.dra.requests import ClaimPlan, ClaimSpec, Preparer, claim_spec, still
 from allot.dra.results import ShareIdFactory, build_results, default_share_id
 from allot.dra.scoring import Candidate, PickedDevice, Scorer
 from allot.dra.search import BudgetExhausted, Search, Solution
+from allot.dra.shortfall import capacity_shortfall
 from allot.dra.state import AllocatedState
 from allot.model.core import Node
 from allot.model.quantity import Quantity
@@ -139,6 +141,20 @@ class Allocator:
         features = self.features
         pools = self.slices.gather(node, features)
         plans = Preparer(features, pools, self.selectors, allocated).prepare(self._claim_specs(claims))
+        shortfall = capacity_shortfall(plans, allocated, features, exclude)
+        if shortfall is not None:
+            # No order of picks can fit: say which capacity ran out instead of searching.
+            diagnosis = diagnose(
+                plans,
+                pools,
+                allocated,
+                features,
+                steps=0,
+                budget_exhausted=False,
+                budget=self.step_budget,
+                cause=shortfall.describe(),
+            )
+            return NoAllocation(diagnosis=diagnosis, steps=0)
         search = Search(
             plans,
             allocated,

@@ -195,8 +195,10 @@ def diagnose(
     steps: int,
     budget_exhausted: bool,
     budget: int,
+    cause: str | None = None,
 ) -> Diagnosis:
-    """The diagnosis of a failed search over `plans` on `pools`."""
+    """The diagnosis of a failed search over `plans` on `pools`; `cause`, when the allocator found
+    the reason before searching, is the summary's reason."""
     taken: dict[DeviceId, int] = dict(state.exclusive)
     if not features.consumable_capacity:
         taken.update(dict.fromkeys(state.shared, 1))
@@ -216,7 +218,9 @@ def diagnose(
         if not pool.usable
     )
     node = pools.node_name
-    if budget_exhausted:
+    if cause is not None:
+        summary = f"{PREFIX}: {cause}"
+    elif budget_exhausted:
         summary = (
             f"{PREFIX}: search stopped after {steps} steps (the step budget is {budget}) "
             "without finding an allocation"

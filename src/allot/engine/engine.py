@@ -160,6 +160,11 @@ class Engine:
     def workload_of(self, pod_key: str) -> str:
         return self._workload_of_pod.get(pod_key, "")
 
+    def evict(self, pod_key: str, reason: str, now: float) -> list[Evicted]:
+        """Take a bound pod off its node (a node failed, a driver stops it); a pod of an
+        admitted Kueue workload takes its whole workload with it. Returns every pod evicted."""
+        return self._evict_pod(pod_key, reason, "", now)
+
     def retry(self, pod_key: str) -> None:
         """A waiting pod changed (its spec, labels or claims): try it in the next cycle."""
         self._parked.pop(pod_key, None)

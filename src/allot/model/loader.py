@@ -13,7 +13,6 @@ a `Manifests` value holds every object with its location.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -29,22 +28,13 @@ from allot.model.codec import decode
 from allot.model.conversion import to_v1_shape
 from allot.model.defaults import apply_defaults
 from allot.model.errors import Location, ManifestError, ManifestErrors
+from allot.model.strict_yaml import JsonProblem, describe_yaml_error, load_json, load_yaml_documents
 from allot.model.validate_decode import decode_problem
 from allot.model.validation import validate_object, validate_together
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 _O = TypeVar("_O", bound=Object)
-
-
-class _StringTimestampLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
-    """YAML 1.1 turns unquoted timestamps into datetimes; the API keeps them as strings."""
-
-
-_StringTimestampLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,25 +186,19 @@ class _Collector:
 def _yaml_documents(text: str, source: str) -> Iterator[tuple[int, Any] | ManifestError]:
     document = 0
     try:
-        for document, raw in enumerate(yaml.load_all(text, Loader=_StringTimestampLoader), start=1):
+        for document, raw in enumerate(load_yaml_documents(text), start=1):
             yield document, raw
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        position = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err)
-        yield ManifestError(
-            Location(file=source, document=document + 1),
-            f"{position}invalid YAML: {problem}",
-        )
+        yield ManifestError(Location(file=source, document=document + 1), describe_yaml_error(err))
 
 
 def _json_documents(text: str, source: str) -> Iterator[tuple[int, Any] | ManifestError]:
     try:
-        yield 1, json.loads(text)
-    except json.JSONDecodeError as err:
+        yield 1, load_json(text)
+    except JsonProblem as problem:
         yield ManifestError(
             Location(file=source, document=1),
-            f"line {err.lineno} column {err.colno}: invalid JSON: {err.msg}",
+            f"line {problem.line} column {problem.column}: {problem.message}",
         )
 
 
@@ -264,17 +248,22 @@ def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path | str], list[Ma
             files.append("-")
             continue
         path = Path(entry)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
-            if not found:
-                errors.append(
-                    ManifestError(Location(file=str(path)), "folder holds no .yaml, .yml or .json files")
-                )
-            files.extend(found)
-        elif path.is_file():
-            files.append(path)
-        else:
-            errors.append(ManifestError(Location(file=str(path)), "no such file or folder"))
+        try:
+            if path.is_dir():
+                found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+                if not found:
+                    errors.append(
+                        ManifestError(Location(file=str(path)), "folder holds no .yaml, .yml or .json files")
+                    )
+                files.extend(found)
+            elif path.is_file():
+                files.append(path)
+            else:
+                errors.append(ManifestError(Location(file=str(path)), "no such file or folder"))
+        except OSError as err:  # a name too long, a folder that cannot be listed
+            errors.append(
+                ManifestError(Location(file=str(path)[:200]), f"cannot read: {err.strerror or err}")
+            )
     return files, errors
 
 
@@ -293,7 +282,7 @@ def load_paths(paths: Sequence[str | Path], *, validate: bool = True) -> Manifes
         assert isinstance(file, Path)
         try:
             text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
+        except (OSError, ValueError) as err:  # ValueError: undecodable text, a NUL in the path
             collector.errors.append(ManifestError(Location(file=str(file)), f"cannot read: {err}"))
             continue
         _load_text_into(collector, text, str(file))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from allot import __version__
 from allot.report import sections
+from allot.report.files import write_atomically
 from allot.report.format import duration
 from allot.report.html import page
 from allot.report.plots import tenant_colors
@@ -66,10 +67,10 @@ def render(data: ReportData) -> str:
 
 
 def write_report(data: ReportData, directory: Path) -> Path:
-    """Write `<directory>/index.html` (creating the directory) and return its path."""
+    """Write `<directory>/index.html` (creating the directory) and return its path; OSError if it
+    cannot be written, and then no file is left half-written."""
+    text = render(data)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / INDEX
-    temporary = path.with_suffix(".html.tmp")
-    temporary.write_text(render(data), encoding="utf-8")
-    temporary.replace(path)  # never a half-written report
+    write_atomically(path, text.encode("utf-8"))
     return path

@@ -17,26 +17,30 @@ Plots use matplotlib's Agg backend: no display needed.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from allot.report.files import write_atomically
 from allot.sim.experiments.fragmentation import GRID, Row, RunResult
 
 _RUN_COLUMNS = ("trace", "policy", "seed", "capacity_milli", "pods", "placed", "seconds")
 
 
 def write_runs(results: Iterable[RunResult], path: Path) -> None:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow([*_RUN_COLUMNS, *(f"u{int(x)}" for x in GRID)])
-        for r in sorted(results, key=lambda r: (r.trace, r.policy, r.seed)):
-            curve = ["" if math.isnan(v) else f"{v:.4f}" for v in r.curve]
-            writer.writerow(
-                [r.trace, r.policy, r.seed, r.capacity_milli, r.pods, r.placed, f"{r.seconds:.2f}", *curve]
-            )
+    handle = io.StringIO(newline="")
+    writer = csv.writer(handle)
+    writer.writerow([*_RUN_COLUMNS, *(f"u{int(x)}" for x in GRID)])
+    for r in sorted(results, key=lambda r: (r.trace, r.policy, r.seed)):
+        curve = ["" if math.isnan(v) else f"{v:.4f}" for v in r.curve]
+        writer.writerow(
+            [r.trace, r.policy, r.seed, r.capacity_milli, r.pods, r.placed, f"{r.seconds:.2f}", *curve]
+        )
+    write_atomically(path, handle.getvalue().encode("utf-8"))
 
 
 def read_runs(path: Path) -> list[RunResult]:
@@ -66,24 +70,25 @@ def read_runs(path: Path) -> list[RunResult]:
 
 
 def write_table(rows: Sequence[Row], path: Path) -> None:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
+    handle = io.StringIO(newline="")
+    writer = csv.writer(handle)
+    writer.writerow(
+        ["trace", "policy", "seeds", "unallocated_mean", "unallocated_sd", "paper_mean", "paper_sd"]
+    )
+    for row in rows:
+        paper = row.paper if row.paper is not None else (None, None)
         writer.writerow(
-            ["trace", "policy", "seeds", "unallocated_mean", "unallocated_sd", "paper_mean", "paper_sd"]
+            [
+                row.trace,
+                row.policy,
+                " ".join(str(s) for s in row.seeds),
+                f"{row.mean:.2f}",
+                f"{row.sd:.2f}",
+                "" if paper[0] is None else f"{paper[0]:.2f}",
+                "" if paper[1] is None else f"{paper[1]:.2f}",
+            ]
         )
-        for row in rows:
-            paper = row.paper if row.paper is not None else (None, None)
-            writer.writerow(
-                [
-                    row.trace,
-                    row.policy,
-                    " ".join(str(s) for s in row.seeds),
-                    f"{row.mean:.2f}",
-                    f"{row.sd:.2f}",
-                    "" if paper[0] is None else f"{paper[0]:.2f}",
-                    "" if paper[1] is None else f"{paper[1]:.2f}",
-                ]
-            )
+    write_atomically(path, handle.getvalue().encode("utf-8"))
 
 
 def markdown(rows: Sequence[Row]) -> str:
@@ -145,7 +150,7 @@ def plot_curves(results: Sequence[RunResult], trace: str, path: Path) -> None:
     axes.grid(alpha=0.3)
     axes.legend(fontsize="small")
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    _save(figure, path)
 
 
 def plot_bars(rows: Sequence[Row], trace: str, path: Path) -> None:
@@ -184,7 +189,13 @@ def plot_bars(rows: Sequence[Row], trace: str, path: Path) -> None:
     axes.grid(axis="y", alpha=0.3)
     axes.legend(fontsize="small")
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    _save(figure, path)
+
+
+def _save(figure: Any, path: Path) -> None:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=120)
+    write_atomically(path, buffer.getvalue())
 
 
 def write_all(
@@ -195,7 +206,7 @@ def write_all(
     written = [out / "runs.csv", out / "table.csv", out / "table.md"]
     write_runs(results, written[0])
     write_table(rows, written[1])
-    written[2].write_text(markdown(rows), encoding="utf-8")
+    write_atomically(written[2], markdown(rows).encode("utf-8"))
     if plots:
         for trace in sorted({r.trace for r in rows}):
             curve_path = out / f"unallocated_{trace}.png"

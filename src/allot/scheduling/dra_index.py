@@ -35,6 +35,15 @@ ShapeKey = tuple[str, tuple[str, ...]]
 _ENCODER = msgspec.msgpack.Encoder(enc_hook=str)
 
 
+def _signature(parts: list[object]) -> bytes | None:
+    """A digest of the parts; None (no sharing of verdicts) if one holds an integer msgpack cannot."""
+    try:
+        encoded = _ENCODER.encode(parts)
+    except OverflowError:
+        return None
+    return hashlib.blake2b(encoded, digest_size=16).digest()
+
+
 @dataclass(slots=True)
 class NodeLayout:
     """A node's devices by position, and a signature shared by nodes with identical hardware.
@@ -140,11 +149,12 @@ class DeviceIndex:
                 layout.positions[device_info.id] = len(layout.positions)
                 parts.append((replace(device_info.device, name=""), device.node_ok))
             if pool.counters is not None:
-                parts.append(tuple(pool.counters.layout.totals))
+                # Decimal text: totals are exact nano-unit integers, far past what msgpack holds.
+                parts.append(tuple(str(total) for total in pool.counters.layout.totals))
                 if any(d not in layout.positions for d, _ in pool.counters.devices):
                     cacheable = False
         if cacheable:
-            layout.signature = hashlib.blake2b(_ENCODER.encode(parts), digest_size=16).digest()
+            layout.signature = _signature(parts)
         allocated = self.state.allocated
         for device_id, position in layout.positions.items():
             self._layout_of[device_id] = layout

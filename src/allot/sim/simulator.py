@@ -269,7 +269,7 @@ class Simulation:
             return
         for info in self.state.pods_on(index):
             if info.node is not None:
-                for evicted in _evict(self.engine, info.key, NODE_DOWN_REASON, now):
+                for evicted in self.engine.evict(info.key, NODE_DOWN_REASON, now):
                     self._stop(evicted.pod, now, NODE_DOWN_REASON, "", {})
         self.state.set_node_ready(node, False)
         self.recorder.node_ready(node, False, now)
@@ -364,15 +364,3 @@ class Simulation:
                 if key in starting or other.started is not None:
                     self.state.unbind(key)
                     self._stop(key, now, GANG_RESTART_REASON, preemptor, starting)
-
-
-def _evict(engine: Engine, pod_key: str, reason: str, now: float) -> list[Evicted]:
-    """Take a running pod off its node through the engine, its whole Kueue workload with it.
-
-    The engine has no public eviction call yet; `Engine.evict(pod, reason, now)` is requested.
-    """
-    public = getattr(engine, "evict", None)
-    if public is not None:
-        evicted: list[Evicted] = public(pod_key, reason, now)
-        return evicted
-    return engine._evict_pod(pod_key, reason, "", now)

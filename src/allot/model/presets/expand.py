@@ -27,10 +27,16 @@ The result is a list of model records (DeviceClasses, then per node its Node
 and ResourceSlices, then the Topology) that loads back through
 `allot.model.loader` unchanged. Bad specs raise `PresetError` naming the
 field (`presets[1].nodes: expected a positive integer, got 'x'`).
+
+Bounds, so that no spec can ask for more than a machine holds: at most
+`MAX_NODES` nodes per call, `MAX_INDEX` as the last node index, at most as
+many racks as nodes and blocks as racks, `MAX_REPLICAS` time-slicing
+replicas, and a name prefix that makes valid node names (a DNS label).
 """
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -44,6 +50,10 @@ from allot.model.presets.nodes import BLOCK_LABEL, GPU_TAINT, HOSTNAME_LABEL, RA
 from allot.model.presets.slices import GPU_MODES, node_slices
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+MAX_NODES = 10_000
+MAX_INDEX = 10**9
+MAX_REPLICAS = 1024
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _SPEC_KEYS = (
     "preset",
     "nodes",
@@ -115,11 +125,30 @@ def expand_preset(
 ) -> list[Object]:
     """`nodes` machines of preset `name` with their ResourceSlices (see the module docstring)."""
     machine = shape(name)
-    if nodes < 1:
-        raise PresetError(f"nodes: expected a positive integer, got {nodes}")
+    if not 1 <= nodes <= MAX_NODES:
+        raise PresetError(f"nodes: expected a positive integer of at most {MAX_NODES:,}, got {nodes}")
+    if not 0 <= start <= MAX_INDEX - nodes:
+        raise PresetError(f"startIndex: expected an integer from 0 to {MAX_INDEX - nodes:,}, got {start}")
     if gpu_mode not in GPU_MODES:
         raise PresetError(f"gpuMode: expected one of {', '.join(GPU_MODES)}, got {gpu_mode!r}")
+    if not 1 <= replicas <= MAX_REPLICAS:
+        raise PresetError(
+            f"timeSlicingReplicas: expected an integer from 1 to {MAX_REPLICAS}, got {replicas}"
+        )
+    for key, domains, most in (
+        ("racks", racks, nodes),
+        ("blocks", blocks, racks if isinstance(racks, int) else len(racks)),
+    ):
+        count = domains if isinstance(domains, int) else len(domains)
+        if not 0 <= count <= most:
+            raise PresetError(
+                f"{key}: expected at most {most} (one per {'node' if key == 'racks' else 'rack'}), got {count}"
+            )
     prefix = name_prefix or name
+    if len(prefix) > 50 or not _DNS_LABEL.fullmatch(prefix):
+        raise PresetError(
+            f"namePrefix: expected a DNS label of at most 50 characters (lower-case letters, digits, '-'), got {prefix!r}"
+        )
     rack_names = domain_names("rack", racks) if isinstance(racks, int) else list(racks)
     block_names = domain_names("block", blocks) if isinstance(blocks, int) else list(blocks)
     if block_names and not rack_names:

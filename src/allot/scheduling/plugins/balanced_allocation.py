@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from allot.cluster.nodes import saturate
 from allot.scheduling.framework import Cycle, FloatArray, IntArray
 
 NAME = "NodeResourcesBalancedAllocation"
@@ -14,7 +15,7 @@ class BalancedAllocation:
 
     def score(self, cycle: Cycle, nodes: IntArray) -> FloatArray:
         table = cycle.state.nodes
-        pod_cpu, pod_memory = cycle.pod.nonzero
+        pod_cpu, pod_memory = (saturate(amount) for amount in cycle.pod.nonzero)
         fractions = []
         for used, capacity in (
             (table.nonzero_cpu[nodes] + pod_cpu, table.allocatable["cpu"][nodes]),

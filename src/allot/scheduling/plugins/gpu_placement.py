@@ -232,6 +232,9 @@ class GpuPlacement:
             needs = table.needs(demand.request.capacity_key, demand.request.capacity)
             if shape is not None:
                 fit = table.usable(shape.mask, needs)
+        if table.saturated and demand.exact:
+            # Amounts past the table's exact range (saturated): the allocator decides feasibility.
+            demand = Demand(demand.cpu, demand.request, exact=False)
         # Trust domains are read in filter_mask, once every pre-filter (GpuIsolation's too) has run.
         cycle.data[NAME] = _Placement(demand, PodView(demand, needs, fit))
         if self.reject_in_pre_filter and demand.exact and not self._room_anywhere(cycle, fit, demand.count):

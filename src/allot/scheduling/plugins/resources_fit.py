@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from allot.cluster.nodes import AMOUNT_CAP, saturate
 from allot.cluster.resources import CPU, MEMORY, PODS
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
 from allot.scheduling.status import Code
@@ -24,6 +25,9 @@ NAME = "NodeResourcesFit"
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
 IMPLICIT_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+# kube-scheduler's bounds on a scoring resource's weight.
+MIN_WEIGHT = 1
+MAX_WEIGHT = 100
 
 
 def insufficient(resource: str) -> str:
@@ -48,6 +52,11 @@ class NodeResourcesFit:
             raise ValueError(
                 f"unsupported scoring strategy {strategy!r}; expected LeastAllocated or MostAllocated"
             )
+        for resource, weight in (resources or {}).items():
+            if not isinstance(weight, int) or not MIN_WEIGHT <= weight <= MAX_WEIGHT:
+                raise ValueError(
+                    f"resource weight of {resource} should be in the range of {MIN_WEIGHT}-{MAX_WEIGHT}, got {weight!r}"
+                )
         self.strategy = strategy
         self.resources = dict(resources) if resources else {CPU: 1, MEMORY: 1}
 
@@ -61,6 +70,10 @@ class NodeResourcesFit:
             if need <= 0:
                 continue
             short = candidates & (table.free(resource) < need)
+            if need > AMOUNT_CAP or table.saturated(resource):
+                # Past what the arrays hold exactly: decide each candidate on the exact amounts.
+                for index in np.flatnonzero(candidates):
+                    short[index] = table.free_exact(resource, int(index)) < need
             if resource not in (CPU, MEMORY, PODS):
                 if backed is None:
                     backed = dra_backed_resources(cycle)
@@ -74,7 +87,7 @@ class NodeResourcesFit:
 
     def score(self, cycle: Cycle, nodes: IntArray) -> FloatArray:
         table = cycle.state.nodes
-        pod_cpu, pod_memory = cycle.pod.nonzero
+        pod_cpu, pod_memory = (saturate(amount) for amount in cycle.pod.nonzero)
         total = np.zeros(nodes.size, dtype=np.int64)
         weight_sum = 0
         for resource, weight in self.resources.items():
@@ -83,9 +96,9 @@ class NodeResourcesFit:
             elif resource == MEMORY:
                 used = table.nonzero_memory[nodes] + pod_memory
             else:
-                used = table.requested.get(resource, np.zeros(table.size, np.int64))[
-                    nodes
-                ] + cycle.pod.requests.get(resource, 0)
+                used = table.requested.get(resource, np.zeros(table.size, np.int64))[nodes] + saturate(
+                    cycle.pod.requests.get(resource, 0)
+                )
             capacity = table.allocatable.get(resource, np.zeros(table.size, np.int64))[nodes]
             safe = np.where(capacity > 0, capacity, 1)
             if self.strategy == LEAST_ALLOCATED:

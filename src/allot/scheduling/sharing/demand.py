@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from allot.cluster.nodes import AMOUNT_CAP, saturate
 from allot.dra.capacity import CapacityKey, capacity_key
 from allot.model.resource import ResourceClaim, ResourceClaimSpec
 from allot.scheduling.sharing.table import ShapeMask, SharedGpuTable
@@ -93,7 +94,9 @@ class DemandReader:
             # The entry keeps the specs alive, so their ids cannot be reused while cached.
             hit = self._cache[key] = (specs, self._parse(specs))
         parsed = hit[1]
-        return Demand(cpu=cpu, request=parsed.request, exact=parsed.exact)
+        # Past the table's exact range, counting is only approximate: the allocator decides.
+        exact = parsed.exact and not self.table.saturated and abs(cpu) <= AMOUNT_CAP
+        return Demand(cpu=saturate(cpu), request=parsed.request, exact=exact)
 
     def shape(self, request: GpuRequest) -> ShapeMask | None:
         return self.table.shape(request.class_name, request.selectors)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from allot.cluster.nodes import saturate
 from allot.scheduling.sharing.table import MILLI, Needs, SharedGpuTable
 from allot.scheduling.sharing.workload import TargetWorkload
 
@@ -73,7 +74,7 @@ class FragmentationModel:
         self.count: IntArray = np.array(
             [c.request.count if c.request else 0 for c in classes], dtype=np.int64
         )
-        self.cpu: IntArray = np.array([c.cpu for c in classes], dtype=np.int64)
+        self.cpu: IntArray = np.array([saturate(c.cpu) for c in classes], dtype=np.int64)
         self.gpu_class: BoolArray = self.count > 0
         self.base: BoolArray = np.zeros(shape, dtype=np.bool_)
         self.need_share: IntArray = np.zeros(shape, dtype=np.int64)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from allot.cluster.nodes import AMOUNT_CAP, saturate
 from allot.cluster.state import ClusterState, PodInfo
 from allot.dra import Allocator, DeviceId
 from allot.dra.capacity import CapacityKey, DeviceCapacities, consumed_amounts, fits
@@ -134,6 +135,9 @@ class SharedGpuTable:
         self.width = max((len(d) for d in per_node), default=0) or 1
         shape = (self.size, self.width)
         self.valid: BoolArray = np.zeros(shape, dtype=np.bool_)
+        # Amounts past AMOUNT_CAP are held saturated (as in the node table); then the table is only
+        # approximate, and `saturated` tells placement to leave feasibility to the allocator.
+        self.saturated = False
         self.share_cap: IntArray = np.zeros(shape, dtype=np.int64)
         self.share_free: IntArray = np.zeros(shape, dtype=np.int64)
         self.mem_cap: IntArray = np.zeros(shape, dtype=np.int64)
@@ -163,9 +167,9 @@ class SharedGpuTable:
                 share = self.share_name[gid]
                 self.group[n, g] = gid
                 self.valid[n, g] = True
-                self.share_cap[n, g] = caps.values[caps.names.index(share)] // _NANO
+                self.share_cap[n, g] = self._held(caps.values[caps.names.index(share)] // _NANO)
                 if MEMORY in caps.names:
-                    self.mem_cap[n, g] = caps.values[caps.names.index(MEMORY)] // _NANO
+                    self.mem_cap[n, g] = self._held(caps.values[caps.names.index(MEMORY)] // _NANO)
                 self.slot[device.info.id] = (n, g)
         self.share_free[:] = self.share_cap
         self.mem_free[:] = self.mem_cap
@@ -189,10 +193,16 @@ class SharedGpuTable:
 
     # -- updates ----------------------------------------------------------------------
 
+    def _held(self, amount: int) -> int:
+        """`amount` as the arrays hold it (saturated), noting when that is not exact."""
+        if abs(amount) > AMOUNT_CAP:
+            self.saturated = True
+        return saturate(amount)
+
     def _consume(self, slot: tuple[int, int], amounts: dict[str, int], sign: int) -> None:
         share = self.share_name[int(self.group[slot])]
-        self.share_free[slot] -= sign * amounts.get(share, 0)
-        self.mem_free[slot] -= sign * amounts.get(MEMORY, 0)
+        self.share_free[slot] = self._held(int(self.share_free[slot]) - sign * amounts.get(share, 0))
+        self.mem_free[slot] = self._held(int(self.mem_free[slot]) - sign * amounts.get(MEMORY, 0))
 
     def _refresh_milli(self, node: int | None = None) -> None:
         rows = slice(None) if node is None else slice(node, node + 1)
@@ -333,8 +343,8 @@ class SharedGpuTable:
                 continue
             named = dict(zip(caps.names, amounts, strict=True))
             ok[gid] = True
-            share[gid] = named.get(self.share_name[gid], 0) // _NANO
-            memory[gid] = named.get(MEMORY, 0) // _NANO
+            share[gid] = self._held(named.get(self.share_name[gid], 0) // _NANO)
+            memory[gid] = self._held(named.get(MEMORY, 0) // _NANO)
         # Index -1 (no GPU in the slot) lands on the extra, never-ok entry.
         group = self.group
         share_needed = share[group]

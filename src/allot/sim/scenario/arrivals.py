@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from allot.sim.limits import MAX_COUNT
 from allot.sim.scenario.reader import Field
 
 FloatArray = npt.NDArray[np.float64]
@@ -50,20 +51,30 @@ KINDS = ("poisson", "times", "bursts")
 
 
 def arrival_times(
-    arrival: Arrival, rng: np.random.Generator, *, count: int | None, horizon: float | None
+    arrival: Arrival, rng: np.random.Generator, *, count: int | None, horizon: float | None, cap: int
 ) -> FloatArray:
-    """Sorted arrival times; `count` caps how many, `horizon` ends an open-ended process."""
+    """Sorted arrival times; `count` caps how many, `horizon` ends an open-ended process.
+
+    Never more than `cap` + 1 times are drawn: a caller that gets more than
+    `cap` knows the template asks for more jobs than it may have, without
+    having drawn them all.
+    """
+    wanted = min(count, cap + 1) if count is not None else cap + 1
     if isinstance(arrival, Times):
         times = np.sort(np.array(arrival.times, dtype=np.float64))
     elif isinstance(arrival, Bursts):
         parts = []
+        drawn = 0
         for burst in arrival.bursts:
-            offsets = np.arange(burst.count) * (burst.spread / burst.count) if burst.spread > 0 else 0.0
-            parts.append(burst.at + np.zeros(burst.count) + offsets)
+            size = min(burst.count, wanted - drawn)
+            offsets = np.arange(size) * (burst.spread / burst.count) if burst.spread > 0 else 0.0
+            parts.append(burst.at + np.zeros(size) + offsets)
+            drawn += size
+            if drawn >= wanted:
+                break
         times = np.sort(np.concatenate(parts)) if parts else np.zeros(0)
     else:
         stop = arrival.stop if arrival.stop is not None else horizon
-        limit = count if count is not None else None
         chunks: list[FloatArray] = []
         t = arrival.start
         produced = 0
@@ -75,10 +86,10 @@ def arrival_times(
                 chunk = chunk[chunk < stop]
             chunks.append(chunk)
             produced += chunk.size
-            if (limit is not None and produced >= limit) or (stop is not None and t >= stop):
+            if produced >= wanted or (stop is not None and t >= stop):
                 break
         times = np.concatenate(chunks)
-    return times[:count] if count is not None else times
+    return times[:wanted]
 
 
 def parse_arrival(field: Field) -> Arrival | None:
@@ -114,7 +125,7 @@ def parse_arrival(field: Field) -> Arrival | None:
             item.error("expected {at, count, spread?}")
             continue
         at = item.require("at", "when the burst arrives").as_duration()
-        n = item.require("count", "how many jobs").as_int(minimum=1)
+        n = item.require("count", "how many jobs").as_int(minimum=1, maximum=MAX_COUNT)
         spread = item.get("spread").as_duration(0.0)
         if at is not None and n is not None and spread is not None:
             bursts.append(Burst(at, n, spread))

@@ -31,7 +31,7 @@ from allot.model.base import Object
 from allot.model.core import (
     Node,
 )
-from allot.model.errors import Location, ManifestErrors
+from allot.model.errors import Location, ManifestError, ManifestErrors
 from allot.model.kueue import WorkloadPriorityClass
 from allot.model.loader import LoadedObject, Manifests, load_text
 from allot.model.resource import (
@@ -41,12 +41,13 @@ from allot.model.resource import (
     ResourceSlice,
 )
 from allot.model.scheduling import PriorityClass
-from allot.scheduling.profile import ProfileError, profiles_from_config
-from allot.scheduling.registry import known_plugins
+from allot.scheduling.profile import ProfileError
+from allot.scheduling.profile_config import checked_profiles
 from allot.sim.inventory import PLUGIN_GPU_RESOURCE
+from allot.sim.limits import DEFAULT_LIMITS, MAX_PODS_PER_JOB, MAX_SECONDS, RunLimits, too_many
 from allot.sim.policies import Policy, PolicyError, builtin
 from allot.sim.scenario import devices as shorthand
-from allot.sim.scenario.arrivals import Poisson, arrival_times
+from allot.sim.scenario.arrivals import Arrival, Bursts, Poisson, Times, arrival_times
 from allot.sim.scenario.jobs import claim_template, prototype_pod, tenant_of, whole_gpus
 from allot.sim.scenario.kueue import device_mappings, kueue_manifests, requested_resources
 from allot.sim.scenario.reader import Reader
@@ -54,6 +55,8 @@ from allot.sim.scenario.schema import PolicySpec, Scenario, TraceSpec
 from allot.sim.workload import Job, PodShape, Workload
 
 DEFAULT_COMPARE = ("fifo-priority", "fair")
+# Each policy is one more simulation of the whole workload.
+MAX_POLICIES = 16
 
 
 @dataclass
@@ -85,14 +88,22 @@ def shared_gpu_memory(manifests: Manifests) -> int:
 # -- job templates ------------------------------------------------------------------------
 
 
-def template_workload(scenario: Scenario, seed: int, manifests: Manifests, horizon: float | None) -> Workload:
-    """Jobs drawn from the scenario's templates (see the module docstring)."""
+def template_workload(
+    scenario: Scenario,
+    seed: int,
+    manifests: Manifests,
+    horizon: float | None,
+    limits: RunLimits = DEFAULT_LIMITS,
+) -> Workload:
+    """Jobs drawn from the scenario's templates (see the module docstring); a located error when
+    they come to more jobs or pods than `limits` allow."""
     tenants = {t.name: tenant_of(t) for t in scenario.tenants}
     classes = set(_classes(manifests))
     gpu_memory = shared_gpu_memory(manifests)
     shapes: dict[str, PodShape] = {}
     jobs: list[Job] = []
     objects: list[Any] = []
+    total_pods = 0
     reader = Reader(scenario.file, scenario.lines)
     for index, template in enumerate(scenario.jobs):
         tenant = tenants[template.tenant]
@@ -112,9 +123,20 @@ def template_workload(scenario: Scenario, seed: int, manifests: Manifests, horiz
             )
             continue
         rng = np.random.default_rng([seed, index])
-        times = arrival_times(template.arrival, rng, count=template.count, horizon=horizon)
-        pods = np.maximum(np.rint(template.pods.sample(rng, times.size)), 1).astype(int)
-        durations = np.maximum(template.duration.sample(rng, times.size), 0.001)
+        room = limits.jobs - len(jobs)
+        times = arrival_times(template.arrival, rng, count=template.count, horizon=horizon, cap=room)
+        if times.size > room:
+            known = _known_jobs(template.arrival, template.count)
+            where = "count" if template.count is not None and template.count > room else "arrival"
+            total = len(jobs) + known if known is not None else None
+            reader.error(f"{template.path}.{where}", too_many("jobs", total, limits.jobs, "--max-jobs"))
+            break
+        pods = np.clip(np.rint(template.pods.sample(rng, times.size)), 1, MAX_PODS_PER_JOB).astype(int)
+        total_pods += int(pods.sum())
+        if total_pods > limits.pods:
+            reader.error(f"{template.path}.pods", too_many("pods", total_pods, limits.pods, "--max-pods"))
+            break
+        durations = np.clip(template.duration.sample(rng, times.size), 0.001, MAX_SECONDS)
         gang_default = template.pods.mean() > 1
         gpus = (
             shorthand.gpu_equivalents(template.devices, gpu_memory)
@@ -148,6 +170,31 @@ def template_workload(scenario: Scenario, seed: int, manifests: Manifests, horiz
             )
     reader.raise_if_errors()
     return Workload(tenants, shapes, jobs, objects)
+
+
+def _known_jobs(arrival: Arrival, count: int | None) -> int | None:
+    """How many jobs a template makes, when that is known without drawing them."""
+    exact = len(arrival.times) if isinstance(arrival, Times) else None
+    if isinstance(arrival, Bursts):
+        exact = sum(burst.count for burst in arrival.bursts)
+    if exact is not None and count is not None:
+        return min(exact, count)
+    return exact if exact is not None else count
+
+
+def check_run_size(manifests: Manifests, workload: Workload, limits: RunLimits, *, where: Location) -> None:
+    """ManifestErrors when the cluster or the workload is larger than `limits` allow."""
+    problems: list[str] = []
+    nodes = len(manifests.of_kind(Node))
+    if nodes > limits.nodes:
+        problems.append(too_many("nodes", nodes, limits.nodes, "--max-nodes"))
+    if len(workload.jobs) > limits.jobs:
+        problems.append(too_many("jobs", len(workload.jobs), limits.jobs, "--max-jobs"))
+    pods = sum(job.pods for job in workload.jobs)
+    if pods > limits.pods:
+        problems.append(too_many("pods", pods, limits.pods, "--max-pods"))
+    if problems:
+        raise ManifestErrors([ManifestError(where, problem) for problem in problems])
 
 
 def _claim_gpus(claim: ResourceClaimSpec | None) -> float:
@@ -215,10 +262,8 @@ def _policy(spec: PolicySpec, reader: Reader) -> Policy | None:
     profiles = base.profiles
     if spec.scheduler_config is not None:
         try:
-            profiles = profiles_from_config(
-                spec.scheduler_config,
-                known_plugins=known_plugins(),
-                source=f"{reader.file}: {spec.path}.schedulerConfig",
+            profiles = checked_profiles(
+                spec.scheduler_config, source=f"{reader.file}: {spec.path}.schedulerConfig"
             )
         except ProfileError as err:
             reader.error(f"{spec.path}.schedulerConfig", str(err))
@@ -243,6 +288,12 @@ def resolve_policies(scenario: Scenario, names: list[str] | None) -> list[Policy
         if policy is not None:
             custom[spec.name] = policy
     wanted = names or scenario.compare or list(DEFAULT_COMPARE)
+    where, option = ("compare", "") if not names else ("", "--compare: ")
+    if len(set(wanted)) != len(wanted):
+        reader.error(where, f"{option}each policy once, please: {', '.join(wanted)[:200]}")
+    if len(wanted) > MAX_POLICIES:
+        reader.error(where, f"{option}at most {MAX_POLICIES} policies side by side, got {len(wanted)}")
+        wanted = []
     policies: list[Policy] = []
     for name in wanted:
         if name in custom:
@@ -281,8 +332,10 @@ def prepare(
     trace: TraceSpec | None = None,
     policies: list[str] | None = None,
     horizon: float | None = None,
+    limits: RunLimits = DEFAULT_LIMITS,
 ) -> Prepared:
-    """Jobs, objects and policies for a run; ManifestErrors for anything that does not fit together."""
+    """Jobs, objects and policies for a run; ManifestErrors for anything that does not fit together
+    or a run larger than `limits`."""
     from allot.sim.traces import trace_workload
 
     run_seed = scenario.seed if seed is None else seed
@@ -299,12 +352,16 @@ def prepare(
             reader.error(f"cluster.nodeEvents[{index}].node", f"no node named {event.node!r} in the cluster")
     reader.raise_if_errors()
     chosen = trace or scenario.trace
+    origin = reader.location("trace") if trace is None else Location(file="--trace")
     if chosen is not None:
-        workload = trace_workload(chosen, scenario, manifests, seed=run_seed, horizon=run_horizon)
+        workload = trace_workload(
+            chosen, scenario, manifests, seed=run_seed, horizon=run_horizon, limits=limits, origin=origin
+        )
         if workload.cluster is not None:
             manifests = _replace_cluster(manifests, workload.cluster)
     else:
-        workload = template_workload(scenario, run_seed, manifests, run_horizon)
+        workload = template_workload(scenario, run_seed, manifests, run_horizon, limits)
+    check_run_size(manifests, workload, limits, where=origin if chosen else Location(file=scenario.file))
     if run_horizon is not None:
         workload.jobs = [j for j in workload.jobs if j.arrival < run_horizon]
     classes = _classes(manifests)

@@ -11,7 +11,10 @@ mapping:
 
 Durations accept `90s`, `30m`, `2h`, `1h30m` or seconds; counts are
 rounded to integers by the caller. Samples come from a NumPy Generator the
-caller seeds, so a scenario is reproducible from its seed.
+caller seeds, so a scenario is reproducible from its seed. Every value and
+every sample stays within the field's bounds (`allot.sim.limits`): values
+past them are errors, and samples of the open-ended distributions
+(lognormal, exponential) are clipped to them.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from allot.sim.scenario.reader import Field, parse_duration
+from allot.sim.limits import MAX_FACTOR, MAX_SIGMA
+from allot.sim.scenario.reader import Field, parse_duration, short_repr
 
 FloatArray = npt.NDArray[np.float64]
 KINDS = ("fixed", "uniform", "lognormal", "exponential", "choice")
@@ -81,9 +85,11 @@ class LogNormal:
 @dataclass(frozen=True)
 class Exponential:
     scale: float
+    high: float | None = None
 
     def sample(self, rng: np.random.Generator, n: int) -> FloatArray:
-        return rng.exponential(self.scale, n)
+        values = rng.exponential(self.scale, n)
+        return np.minimum(values, self.high) if self.high is not None else values
 
     def mean(self) -> float:
         return self.scale
@@ -114,18 +120,19 @@ def _number(kind: str) -> Callable[[Any], float | None]:
     return number
 
 
-def parse_distribution(field: Field, *, kind: str, minimum: float = 0.0) -> Distribution | None:
-    """A distribution of durations (`kind="duration"`) or numbers; None (and an error) if invalid."""
+def parse_distribution(field: Field, *, kind: str, minimum: float, maximum: float) -> Distribution | None:
+    """A distribution of durations (`kind="duration"`) or numbers within [minimum, maximum]; None
+    (and an error) if invalid."""
     convert = _number(kind)
     hint = "a duration such as 30m, 1h30m or 90 (seconds)" if kind == "duration" else "a number"
 
     def value_at(f: Field) -> float | None:
         value = convert(f.value)
         if value is None:
-            f.error(f"expected {hint}, got {f.value!r}")
+            f.error(f"expected {hint}, got {short_repr(f.value)}")
             return None
-        if value < minimum:
-            f.error(f"expected at least {minimum:g}, got {f.value!r}")
+        if not minimum <= value <= maximum:
+            f.error(f"expected a value from {minimum:g} to {maximum:g}, got {short_repr(f.value)}")
             return None
         return value
 
@@ -161,7 +168,7 @@ def parse_distribution(field: Field, *, kind: str, minimum: float = 0.0) -> Dist
         if not body.mapping(("median", "mu", "sigma", "min", "max")):
             body.error("expected {median (or mu), sigma, min?, max?}")
             return None
-        sigma = body.require("sigma", "the spread, a number >= 0").as_float(minimum=0.0)
+        sigma = body.require("sigma", "the spread, a number >= 0").as_float(minimum=0.0, maximum=MAX_SIGMA)
         median = body.get("median")
         mu_field = body.get("mu")
         mu: float | None
@@ -172,7 +179,9 @@ def parse_distribution(field: Field, *, kind: str, minimum: float = 0.0) -> Dist
                 value = None
             mu = math.log(value) if value is not None else None
         elif mu_field.present:
-            mu = mu_field.as_float()
+            mu = mu_field.as_float(
+                minimum=math.log(minimum) if minimum > 0 else None, maximum=math.log(maximum)
+            )
         else:
             body.error("required: median (or mu)")
             return None
@@ -180,13 +189,16 @@ def parse_distribution(field: Field, *, kind: str, minimum: float = 0.0) -> Dist
         high = value_at(body.get("max")) if body.get("max").present else None
         if mu is None or sigma is None:
             return None
-        return LogNormal(mu, sigma, low, high)
+        return LogNormal(mu, sigma, low, high if high is not None else maximum)
     if name == "exponential":
         if not body.mapping(("mean",)):
             body.error("expected {mean: ...}")
             return None
         mean = value_at(body.require("mean", hint))
-        return Exponential(mean) if mean is not None and mean > 0 else None
+        if mean is not None and mean <= 0:
+            body.get("mean").error("expected a positive mean")
+            return None
+        return Exponential(mean, maximum) if mean is not None else None
     # choice
     if isinstance(body.value, list):
         values = [value_at(f) for f in body.items()]
@@ -195,7 +207,7 @@ def parse_distribution(field: Field, *, kind: str, minimum: float = 0.0) -> Dist
         values = [value_at(f) for f in body.require("values", "a list of values").items()]
         weights_field = body.get("weights")
         weights = (
-            [w.as_float(minimum=0.0) or 0.0 for w in weights_field.items()]
+            [w.as_float(minimum=0.0, maximum=MAX_FACTOR) or 0.0 for w in weights_field.items()]
             if weights_field.present
             else [1.0] * len(values)
         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 from allot.model.base import Condition, ObjectMeta
 from allot.model.core import Node, NodeSpec, NodeStatus, Taint
 from allot.model.quantity import Quantity
+from allot.sim.limits import MAX_GPUS_PER_NODE, MAX_PODS_PER_NODE, too_many
 from allot.sim.scenario.reader import Field
 
 KEYS = ("count", "cpu", "memory", "pods", "gpus", "namePrefix", "labels", "taints")
@@ -48,17 +49,21 @@ def plain_node(
     )
 
 
-def plain_nodes(field: Field) -> list[Node]:
+def plain_nodes(field: Field, room: int) -> list[Node]:
+    """The nodes `cluster.nodes` describes; a located error once they would be more than `room`."""
     nodes: list[Node] = []
     for item in field.items():
         if not item.mapping(KEYS):
             item.error("expected {count, cpu, memory, pods?, gpus?, namePrefix?, labels?, taints?}")
             continue
         count = item.get("count").as_int(1, minimum=1) or 1
+        if len(nodes) + count > room:
+            item.get("count").error(too_many("nodes", len(nodes) + count, room, "--max-nodes"))
+            break
         cpu = item.require("cpu", "CPUs per node, e.g. 64").as_quantity()
         memory = item.require("memory", "memory per node, e.g. 256Gi").as_quantity()
-        pods = item.get("pods").as_int(110, minimum=1) or 110
-        gpus = item.get("gpus").as_int(0, minimum=0) or 0
+        pods = item.get("pods").as_int(110, minimum=1, maximum=MAX_PODS_PER_NODE) or 110
+        gpus = item.get("gpus").as_int(0, minimum=0, maximum=MAX_GPUS_PER_NODE) or 0
         prefix = item.get("namePrefix").as_str("gpu" if gpus else "cpu") or "node"
         labels = item.get("labels").as_string_map()
         taints: list[Taint] = []

@@ -20,13 +20,27 @@ import yaml
 
 from allot.model.base import Object
 from allot.model.codec import decode
-from allot.model.core import Toleration
+from allot.model.core import Node, Toleration
 from allot.model.errors import Location, ManifestErrors
 from allot.model.loader import LoadedObject, load_paths, load_text
 from allot.model.presets.catalog import PresetError
 from allot.model.presets.expand import expand_specs
 from allot.model.quantity import Quantity
 from allot.model.resource import ResourceClaimSpec
+from allot.model.strict_yaml import describe_yaml_error, load_yaml
+from allot.sim.limits import (
+    DEFAULT_LIMITS,
+    MAX_COUNT,
+    MAX_DEVICES_PER_POD,
+    MAX_FACTOR,
+    MAX_PODS_PER_JOB,
+    MAX_PRIORITY,
+    MAX_SECONDS,
+    MAX_SEED,
+    MIN_PRIORITY,
+    RunLimits,
+    too_many,
+)
 from allot.sim.scenario.arrivals import parse_arrival
 from allot.sim.scenario.distributions import Fixed, parse_distribution
 from allot.sim.scenario.nodes import plain_nodes
@@ -86,8 +100,11 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _WHERE = re.compile(r"^(\S+?): (.*)$", re.DOTALL)
 
 
-def parse_scenario(text: str, file: str, *, base_dir: Path | None = None) -> Scenario:
-    """Parse a scenario file's text; ManifestErrors lists every problem found."""
+def parse_scenario(
+    text: str, file: str, *, base_dir: Path | None = None, limits: RunLimits = DEFAULT_LIMITS
+) -> Scenario:
+    """Parse a scenario file's text; ManifestErrors lists every problem found (a cluster of more
+    nodes than `limits` allow is one)."""
     data, reader = read_yaml(text, file)
     root = Field(reader, "", data)
     if not isinstance(data, dict):
@@ -99,12 +116,12 @@ def parse_scenario(text: str, file: str, *, base_dir: Path | None = None) -> Sce
         name=root.get("name").as_str(Path(file).stem) or Path(file).stem, file=file, lines=reader.lines
     )
     scenario.description = root.get("description").as_str("") or ""
-    scenario.seed = root.get("seed").as_int(0, minimum=0) or 0
+    scenario.seed = root.get("seed").as_int(0, minimum=0, maximum=MAX_SEED) or 0
     scenario.horizon = root.get("horizon").as_duration(None, positive=True)
     scenario.checkpoint = root.get("checkpoint").as_float(0.0, minimum=0.0, maximum=1.0) or 0.0
     scenario.compare = _compare(root.get("compare"))
     scenario.policies = [_policy(name, f, base) for name, f in root.get("policies").entries()]
-    _cluster(root.get("cluster"), scenario, base, reader)
+    _cluster(root.get("cluster"), scenario, base, reader, limits.nodes)
     _kueue(root.get("kueue"), scenario, base, reader)
     scenario.tenants = [t for t in (_tenant(f) for f in root.get("tenants").items()) if t is not None]
     scenario.priority_classes = [
@@ -118,17 +135,17 @@ def parse_scenario(text: str, file: str, *, base_dir: Path | None = None) -> Sce
     return scenario
 
 
-def load_scenario(path: str | Path) -> Scenario:
+def load_scenario(path: str | Path, *, limits: RunLimits = DEFAULT_LIMITS) -> Scenario:
     """Read and parse a scenario file; ManifestErrors for a missing file or bad content."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+    except (OSError, ValueError) as err:  # ValueError: undecodable text, a NUL in the path
         reader = Reader(str(file))
         reader.error("", f"cannot read: {err}")
         reader.raise_if_errors()
         raise AssertionError("unreachable") from None
-    return parse_scenario(text, str(file))
+    return parse_scenario(text, str(file), limits=limits)
 
 
 # -- sections ---------------------------------------------------------------------------
@@ -149,9 +166,11 @@ def _policy(name: str, field: Field, base: Path) -> PolicySpec:
     if isinstance(config.value, str):
         path = base / config.value
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+            raw = load_yaml(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:  # ValueError: undecodable text, a NUL in the path
             config.error(f"cannot read KubeSchedulerConfiguration {path}: {err}")
+        except yaml.YAMLError as err:
+            config.error(f"KubeSchedulerConfiguration {path}: {describe_yaml_error(err)}")
     elif config.present and config.value is not None and config.mapping():
         raw = config.value
     return PolicySpec(
@@ -180,11 +199,20 @@ def _load_files(field: Field, base: Path, scenario: Scenario, reader: Reader) ->
         reader.errors.extend(failure.errors)
 
 
-def _cluster(field: Field, scenario: Scenario, base: Path, reader: Reader) -> None:
+def _cluster(field: Field, scenario: Scenario, base: Path, reader: Reader, max_nodes: int) -> None:
     if not field.mapping(CLUSTER_KEYS):
         return
     _load_files(field.get("manifests"), base, scenario, reader)
     presets = field.get("presets")
+    room = max_nodes - len(scenario.manifests.of_kind(Node))
+    if room < 0:
+        field.get("manifests").error(too_many("nodes", max_nodes - room, max_nodes, "--max-nodes"))
+        return
+    asked = _preset_nodes(presets)
+    if asked > room:
+        presets.error(too_many("nodes", max_nodes - room + asked, max_nodes, "--max-nodes"))
+        return
+    room -= asked
     if presets.present and presets.value is not None:
         try:
             objects = expand_specs(presets.value, where=presets.path)
@@ -196,7 +224,7 @@ def _cluster(field: Field, scenario: Scenario, base: Path, reader: Reader) -> No
                 presets.error(str(err))
         else:
             _extend(scenario, objects, f"{reader.file}: {presets.path}")
-    nodes = plain_nodes(field.get("nodes"))
+    nodes = plain_nodes(field.get("nodes"), room)
     _extend(scenario, nodes, f"{reader.file}: cluster.nodes")
     for item in field.get("nodeEvents").items():
         if not item.mapping(("node", "down", "up")):
@@ -210,6 +238,14 @@ def _cluster(field: Field, scenario: Scenario, base: Path, reader: Reader) -> No
                 item.get("up").error(f"expected a time after down ({down:g}s), got {up:g}s")
                 continue
             scenario.node_events.append(NodeEvent(node, down, up))
+
+
+def _preset_nodes(presets: Field) -> int:
+    """How many nodes the preset entries ask for, before any is made (their own checks come later)."""
+    if not isinstance(presets.value, list):
+        return 0
+    counts = [e.get("nodes", 1) if isinstance(e, dict) else 0 for e in presets.value]
+    return sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool) and c > 0)
 
 
 def _extend(scenario: Scenario, objects: Sequence[Object], source: str) -> None:
@@ -251,7 +287,7 @@ def _tenant(field: Field) -> TenantSpec | None:
     namespace = _dns_label(field.get("namespace"), name) or name
     local_queue = _dns_label(field.get("localQueue"), name) or name
     cluster_queue = _dns_label(field.get("clusterQueue"), name) or name
-    weight = field.get("weight").as_float(1.0, minimum=0.0)
+    weight = field.get("weight").as_float(1.0, minimum=0.0, maximum=MAX_FACTOR)
     quota_field = field.get("quota")
     quota: dict[str, Quantity] | None = None
     if quota_field.present and quota_field.value is not None:
@@ -279,7 +315,9 @@ def _priorities(field: Field, *, workload: bool) -> list[PriorityClassSpec]:
             item.error("expected {name, value, globalDefault?}")
             continue
         name = _dns_label(item.require("name", "the class's name"))
-        value = item.require("value", "the priority, an integer").as_int()
+        value = item.require("value", "the priority, an integer").as_int(
+            minimum=MIN_PRIORITY, maximum=MAX_PRIORITY
+        )
         default = item.get("globalDefault").as_bool(False) or False
         if name is not None and value is not None:
             found.append(PriorityClassSpec(name, value, default, workload))
@@ -314,13 +352,15 @@ def _devices(field: Field) -> DeviceSpec | None:
         share = GpuShare(cores, memory)
     alignment = field.get("alignment").as_str(None)
     spec = DeviceSpec(
-        gpus=field.get("gpus").as_int(0, minimum=0) or 0,
-        nics=field.get("nics").as_int(0, minimum=0) or 0,
+        gpus=field.get("gpus").as_int(0, minimum=0, maximum=MAX_DEVICES_PER_POD) or 0,
+        nics=field.get("nics").as_int(0, minimum=0, maximum=MAX_DEVICES_PER_POD) or 0,
         alignment=alignment,
         share=share,
         mig=field.get("mig").as_str(None),
         device_class=field.get("deviceClass").as_str(None),
     )
+    if spec.gpus + spec.nics > MAX_DEVICES_PER_POD:
+        field.error(f"expected at most {MAX_DEVICES_PER_POD} GPUs and NICs together (a claim's limit)")
     if spec.alignment not in (None, "preferred") and spec.nics and spec.gpus and spec.gpus % spec.nics:
         field.get("nics").error(
             f"expected a divisor of gpus ({spec.gpus}): each NIC is paired with gpus/nics GPUs"
@@ -340,12 +380,18 @@ def _job(field: Field) -> JobTemplate | None:
     tenant = field.require("tenant", "the tenant that submits these jobs").as_str()
     arrival_field = field.require("arrival", "{poisson: ...}, {times: [...]} or {bursts: [...]}")
     arrival = parse_arrival(arrival_field) if arrival_field.present else None
-    count = field.get("count").as_int(None, minimum=1)
+    count = field.get("count").as_int(None, minimum=1, maximum=MAX_COUNT)
     pods_field = field.get("pods")
-    pods = parse_distribution(pods_field, kind="number", minimum=1) if pods_field.present else None
+    pods = (
+        parse_distribution(pods_field, kind="number", minimum=1, maximum=MAX_PODS_PER_JOB)
+        if pods_field.present
+        else None
+    )
     duration_field = field.require("duration", "how long each job runs once started")
     duration = (
-        parse_distribution(duration_field, kind="duration", minimum=0.001) if duration_field.present else None
+        parse_distribution(duration_field, kind="duration", minimum=0.001, maximum=MAX_SECONDS)
+        if duration_field.present
+        else None
     )
     resources: dict[str, Quantity] = {}
     for key, item in field.get("resources").entries():

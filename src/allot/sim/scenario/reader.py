@@ -20,21 +20,13 @@ import yaml
 
 from allot.model.errors import Location, ManifestError, ManifestErrors
 from allot.model.quantity import Quantity, QuantityError
+from allot.model.strict_yaml import compose_and_load, describe_yaml_error, error_line
+from allot.sim.limits import MAX_RATE, MAX_SECONDS
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _RATE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*/\s*(s|m|h|d)\s*$")
 DURATION_HINT = "a duration such as 90s, 30m, 2h, 1h30m or a number of seconds"
-
-
-class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
-    """YAML 1.1 without timestamps (kept as strings, as the API server does)."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 def parse_duration(value: Any) -> float | None:
@@ -66,13 +58,14 @@ def parse_rate(value: Any) -> float | None:
     """Events per second from `12/h`, `0.5/m`, `3/s`, `100/d` or a plain number per second."""
     if isinstance(value, bool):
         return None
+    rate: float | None = None
     if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
+        rate = float(value)
+    elif isinstance(value, str):
         match = _RATE.match(value)
         if match:
-            return float(match.group(1)) / _UNITS[match.group(2)]
-    return None
+            rate = float(match.group(1)) / _UNITS[match.group(2)]
+    return rate if rate is not None and math.isfinite(rate) else None
 
 
 def _lines(node: yaml.Node, path: str, into: dict[str, int]) -> None:
@@ -116,17 +109,27 @@ class Reader:
 def read_yaml(text: str, file: str) -> tuple[Any, Reader]:
     """The document and a reader that knows its line numbers; ManifestErrors for invalid YAML."""
     try:
-        node = yaml.compose(text, Loader=_Loader)
-        data = yaml.load(text, Loader=_Loader)
+        node, data = compose_and_load(text)
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{file}:{mark.line + 1}" if mark is not None else file
-        problem = getattr(err, "problem", None) or str(err)
-        raise ManifestErrors([ManifestError(Location(file=where), f"invalid YAML: {problem}")]) from None
+        line = error_line(err)
+        where = f"{file}:{line}" if line is not None else file
+        raise ManifestErrors([ManifestError(Location(file=where), describe_yaml_error(err))]) from None
     lines: dict[str, int] = {}
     if node is not None:
         _lines(node, "", lines)
     return data, Reader(file, lines)
+
+
+def _bounds(minimum: float | None, maximum: float | None, spec: str) -> str:
+    if minimum is not None and maximum is not None:
+        return f"from {minimum:{spec}} to {maximum:{spec}}"
+    return f"of at least {minimum:{spec}}" if minimum is not None else f"of at most {maximum:{spec}}"
+
+
+def short_repr(value: Any) -> str:
+    """A value for an error message, cut short: a fuzzed value can be a megabyte long."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _kind(value: Any) -> str:
@@ -214,12 +217,17 @@ class Field:
         self.expected("a non-empty string")
         return default
 
-    def as_int(self, default: int | None = None, *, minimum: int | None = None) -> int | None:
+    def as_int(
+        self, default: int | None = None, *, minimum: int | None = None, maximum: int | None = None
+    ) -> int | None:
         if not self.present or self.value is None:
             return default
         if isinstance(self.value, int) and not isinstance(self.value, bool):
-            if minimum is not None and self.value < minimum:
-                self.error(f"expected an integer of at least {minimum}, got {self.value}")
+            low = minimum is not None and self.value < minimum
+            if low or (maximum is not None and self.value > maximum):
+                self.error(
+                    f"expected an integer {_bounds(minimum, maximum, ',')}, got {short_repr(self.value)}"
+                )
                 return default
             return self.value
         self.expected("an integer")
@@ -233,12 +241,7 @@ class Field:
         value = self.value
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
             if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-                bounds = (
-                    f"from {minimum:g} to {maximum:g}"
-                    if minimum is not None and maximum is not None
-                    else (f"of at least {minimum:g}" if minimum is not None else f"of at most {maximum:g}")
-                )
-                self.error(f"expected a number {bounds}, got {value}")
+                self.error(f"expected a number {_bounds(minimum, maximum, 'g')}, got {short_repr(value)}")
                 return default
             return float(value)
         self.expected("a number")
@@ -252,22 +255,32 @@ class Field:
         self.expected("true or false")
         return default
 
-    def as_duration(self, default: float | None = None, *, positive: bool = False) -> float | None:
+    def as_duration(
+        self, default: float | None = None, *, positive: bool = False, maximum: float = MAX_SECONDS
+    ) -> float | None:
         if not self.present or self.value is None:
             return default
         seconds = parse_duration(self.value)
         if seconds is None or seconds < 0 or (positive and seconds == 0):
             kind = "a positive " if positive else ""
-            self.error(f"expected {kind or ''}{DURATION_HINT}, got {self.value!r}")
+            self.error(f"expected {kind or ''}{DURATION_HINT}, got {short_repr(self.value)}")
+            return default
+        if seconds > maximum:
+            self.error(
+                f"expected at most {maximum:g} seconds ({maximum / 86400:g} days), got {short_repr(self.value)}"
+            )
             return default
         return seconds
 
-    def as_rate(self) -> float | None:
+    def as_rate(self, maximum: float = MAX_RATE) -> float | None:
         if not self.present or self.value is None:
             return None
         rate = parse_rate(self.value)
         if rate is None or rate <= 0:
-            self.error(f"expected a positive rate such as 12/h, 0.5/m or 3/s, got {self.value!r}")
+            self.error(f"expected a positive rate such as 12/h, 0.5/m or 3/s, got {short_repr(self.value)}")
+            return None
+        if rate > maximum:
+            self.error(f"expected at most {maximum:g} per second, got {short_repr(self.value)}")
             return None
         return rate
 

@@ -11,36 +11,46 @@ from __future__ import annotations
 
 from allot.model.errors import Location, ManifestError, ManifestErrors
 from allot.model.loader import Manifests
+from allot.sim.limits import DEFAULT_LIMITS, RunLimits
 from allot.sim.scenario.jobs import whole_gpus
 from allot.sim.scenario.schema import Scenario, TraceSpec
 from allot.sim.traces.openb import openb_workload
+from allot.sim.traces.options import TraceOptionError
 from allot.sim.traces.philly import philly_workload
-from allot.sim.traces.synthetic import TraceOptionError, synthetic_workload
+from allot.sim.traces.synthetic import synthetic_workload
 from allot.sim.workload import Workload
 
 
 def trace_workload(
-    spec: TraceSpec, scenario: Scenario, manifests: Manifests, *, seed: int, horizon: float | None
+    spec: TraceSpec,
+    scenario: Scenario,
+    manifests: Manifests,
+    *,
+    seed: int,
+    horizon: float | None,
+    limits: RunLimits = DEFAULT_LIMITS,
+    origin: Location | None = None,
 ) -> Workload:
+    """The trace's workload; ManifestErrors located at `origin` (the scenario's `trace` field, or the
+    --trace option) for a bad option, or at the trace file's line and column for a bad row."""
+    where = origin if origin is not None else Location(file="--trace")
     try:
         if spec.kind == "synthetic":
             return synthetic_workload(
-                spec.options, scenario, manifests, seed=seed, gpus=whole_gpus(manifests)
+                spec.options, scenario, manifests, seed=seed, gpus=whole_gpus(manifests), limits=limits
             )
         if spec.kind == "philly":
             if spec.file is None:
                 raise TraceOptionError("file: required: the Philly/Helios-style CSV")
-            return philly_workload(spec.file, spec.options, scenario, manifests)
+            return philly_workload(spec.file, spec.options, scenario, manifests, limits=limits)
         if spec.kind == "openb":
-            return openb_workload(spec.file or "default", spec.options, scenario, manifests, seed=seed)
-    except TraceOptionError as err:
-        raise ManifestErrors([ManifestError(Location(file=f"trace {spec.kind}"), str(err))]) from None
-    raise ManifestErrors(
-        [
-            ManifestError(
-                Location(file=f"trace {spec.kind}"), "unknown trace; expected synthetic, philly or openb"
+            return openb_workload(
+                spec.file or "default", spec.options, scenario, manifests, seed=seed, limits=limits
             )
-        ]
+    except TraceOptionError as err:
+        raise ManifestErrors([ManifestError(where, f"trace {spec.kind}: {err}")]) from None
+    raise ManifestErrors(
+        [ManifestError(where, f"unknown trace {spec.kind!r}; expected synthetic, philly or openb")]
     )
 
 

@@ -13,7 +13,6 @@ unless `tenant: single`. Options: `limit` (the first N pods), `timeScale`
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,32 +20,42 @@ from msgspec.structs import replace
 
 from allot.model.base import Object
 from allot.model.loader import Manifests
+from allot.sim import openb
+from allot.sim.limits import DEFAULT_LIMITS, MAX_FACTOR, MAX_SECONDS, RunLimits, too_many
 from allot.sim.scenario import devices as shorthand
 from allot.sim.scenario.schema import Scenario
 from allot.sim.traces.common import TraceBuilder, dns_name
-from allot.sim.traces.synthetic import TraceOptionError
+from allot.sim.traces.options import TraceOptionError, TraceOptions, check_jobs
 from allot.sim.workload import Job, PodShape, Workload
 
 MIN_DURATION = 1.0
+OPTIONS = ("limit", "timeScale", "tenant", "cluster")
 
 
 def openb_workload(
-    name: str, options: Mapping[str, Any], scenario: Scenario, manifests: Manifests, *, seed: int
+    name: str,
+    options: Mapping[str, Any],
+    scenario: Scenario,
+    manifests: Manifests,
+    *,
+    seed: int,
+    limits: RunLimits = DEFAULT_LIMITS,
 ) -> Workload:
-    try:
-        openb = importlib.import_module("allot.sim.openb")
-    except ImportError:
-        raise TraceOptionError("openb: the openb loader (allot.sim.openb) is not installed") from None
+    read = TraceOptions(options, OPTIONS)
+    limit = read.integer("limit", None)
+    scale = read.number("timeScale", 1.0, maximum=MAX_FACTOR)
+    single = read.choice("tenant", "qos", ("qos", "single")) == "single"
+    own_cluster = read.choice("cluster", "trace", ("trace", "scenario")) == "trace"
     try:
         pods = openb.read_pods(name)
-        nodes = openb.read_nodes() if options.get("cluster", "trace") != "scenario" else None
+        nodes = openb.read_nodes() if own_cluster else None
     except (OSError, ValueError) as err:
         raise TraceOptionError(f"openb: {err}") from None
-    limit = options.get("limit")
     if limit is not None:
-        pods = pods[: int(limit)]
-    scale = float(options.get("timeScale", 1.0))
-    single = options.get("tenant", "qos") == "single"
+        pods = pods[:limit]
+    check_jobs(len(pods), limits)
+    if nodes is not None and len(nodes) > limits.nodes:
+        raise TraceOptionError(too_many("nodes", len(nodes), limits.nodes, "--max-nodes"))
     timed = [p.creation_time for p in pods if p.creation_time is not None]
     start = min(timed) if timed else 0
     end = max([p.deletion_time for p in pods if p.deletion_time is not None] + timed + [0])
@@ -74,8 +83,8 @@ def openb_workload(
                 key=f"{tenant.namespace}/{dns_name(pod.name, 'pod')}",
                 tenant=tenant.name,
                 shape=shape,
-                arrival=(created - start) * scale,
-                duration=max(MIN_DURATION, (stopped - began) * scale),
+                arrival=min((created - start) * scale, MAX_SECONDS),
+                duration=min(max(MIN_DURATION, (stopped - began) * scale), MAX_SECONDS),
             )
         )
     objects: list[Object] = []

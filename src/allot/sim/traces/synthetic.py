@@ -22,13 +22,18 @@ from typing import Any
 import numpy as np
 
 from allot.model.loader import Manifests
+from allot.sim.limits import DEFAULT_LIMITS, MAX_FACTOR, MAX_GPUS_PER_NODE, MAX_SECONDS, RunLimits
+from allot.sim.scenario.reader import short_repr
 from allot.sim.scenario.schema import Scenario
 from allot.sim.traces.common import TraceBuilder
+from allot.sim.traces.options import TraceOptionError, TraceOptions, check_jobs
 from allot.sim.workload import Workload
 
 GPU_SIZES = (1, 2, 4, 8)
 GPU_PROBABILITIES = (0.70, 0.10, 0.15, 0.05)
 SHORT_PROBABILITY = 0.8
+OPTIONS = ("jobs", "load", "tenants", "shares", "durationScale", "cpuPerGpu")
+MAX_TENANTS = 1000
 SHORT_EXPONENTS = (1.5, 3.0)
 LONG_EXPONENTS = (3.0, 4.0)
 
@@ -44,21 +49,6 @@ MEAN_DURATION = SHORT_PROBABILITY * _mean_log_uniform(*SHORT_EXPONENTS) + (
 ) * _mean_log_uniform(*LONG_EXPONENTS)
 
 
-class TraceOptionError(ValueError):
-    """An option of a trace that has the wrong type or value (the message names it)."""
-
-
-def _number(options: Mapping[str, Any], key: str, default: float, *, positive: bool = True) -> float:
-    value = options.get(key, default)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise TraceOptionError(f"{key}: expected a number, got {value!r}") from None
-    if positive and not number > 0:
-        raise TraceOptionError(f"{key}: expected a positive number, got {value!r}")
-    return number
-
-
 def sample_jobs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(GPUs, duration in seconds) of n jobs, as the module docstring describes."""
     gpus = rng.choice(np.array(GPU_SIZES), size=n, p=np.array(GPU_PROBABILITIES))
@@ -68,29 +58,49 @@ def sample_jobs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarra
 
 
 def synthetic_workload(
-    options: Mapping[str, Any], scenario: Scenario, manifests: Manifests, *, seed: int, gpus: int
+    options: Mapping[str, Any],
+    scenario: Scenario,
+    manifests: Manifests,
+    *,
+    seed: int,
+    gpus: int,
+    limits: RunLimits = DEFAULT_LIMITS,
 ) -> Workload:
-    jobs = int(_number(options, "jobs", 400))
-    load = _number(options, "load", 1.0)
-    scale = _number(options, "durationScale", 1.0)
-    cpu_per_gpu = int(_number(options, "cpuPerGpu", 8))
-    raw_tenants = options.get("tenants", 3)
-    if isinstance(raw_tenants, list) and raw_tenants and all(isinstance(t, str) for t in raw_tenants):
+    read = TraceOptions(options, OPTIONS)
+    jobs = read.integer("jobs", 400) or 400
+    check_jobs(jobs, limits)
+    load = read.number("load", 1.0, maximum=MAX_FACTOR)
+    scale = read.number("durationScale", 1.0, maximum=MAX_FACTOR)
+    cpu_per_gpu = read.integer("cpuPerGpu", 8, maximum=MAX_GPUS_PER_NODE) or 8
+    raw_tenants = read.raw("tenants", 3)
+    if (
+        isinstance(raw_tenants, list)
+        and 0 < len(raw_tenants) <= MAX_TENANTS
+        and all(isinstance(t, str) and t for t in raw_tenants)
+    ):
         names = list(raw_tenants)
-    elif isinstance(raw_tenants, int | float) and int(raw_tenants) >= 1:
-        names = [f"tenant-{chr(ord('a') + i)}" if i < 26 else f"tenant-{i}" for i in range(int(raw_tenants))]
     else:
-        raise TraceOptionError(f"tenants: expected a count or a list of names, got {raw_tenants!r}")
-    shares = options.get("shares")
+        count = read.integer("tenants", 3, maximum=MAX_TENANTS) if not isinstance(raw_tenants, list) else None
+        if count is None:
+            raise TraceOptionError(
+                f"tenants: expected a count or a list of 1 to {MAX_TENANTS} names, got {short_repr(raw_tenants)}"
+            )
+        names = [f"tenant-{chr(ord('a') + i)}" if i < 26 else f"tenant-{i}" for i in range(count)]
+    shares = read.raw("shares")
     if shares is None:
         weights = np.ones(len(names))
     elif isinstance(shares, list) and len(shares) == len(names):
-        weights = np.array([_number({"shares": s}, "shares", 1.0) for s in shares])
+        weights = np.array(
+            [
+                TraceOptions({"shares": s}, ["shares"]).number("shares", 1.0, maximum=MAX_FACTOR)
+                for s in shares
+            ]
+        )
     else:
         raise TraceOptionError(f"shares: expected {len(names)} numbers, one per tenant")
     rng = np.random.default_rng([seed, 0x5EED])
     sizes, durations = sample_jobs(rng, jobs)
-    durations = durations * scale
+    durations = np.minimum(durations * scale, MAX_SECONDS)
     rate = load * max(gpus, 1) / (MEAN_GPUS * MEAN_DURATION * scale)
     arrivals = np.cumsum(rng.exponential(1.0 / rate, jobs))
     owners = rng.choice(len(names), size=jobs, p=weights / weights.sum())

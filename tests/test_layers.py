@@ -4,11 +4,13 @@ top-level package has a place in the layers, and no module hides an import behin
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import re
 import subprocess
 import sys
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
 import grimp
@@ -104,8 +106,14 @@ def _unprovided(modules: set[str], allowed: set[str]) -> set[str]:
     }
 
 
+@functools.cache
+def _packages_distributions() -> Mapping[str, list[str]]:
+    # Scans every installed distribution: once per run, not once per module.
+    return importlib.metadata.packages_distributions()
+
+
 def _providers(modules: set[str], declared: set[str]) -> set[str]:
-    by_module = importlib.metadata.packages_distributions()
+    by_module = _packages_distributions()
     return {_distribution(d) for module in modules for d in by_module.get(module, [])} & declared
 
 

@@ -96,7 +96,7 @@ def _distribution(requirement: str) -> str:
 
 def _unprovided(modules: set[str], allowed: set[str]) -> set[str]:
     """The third-party modules no distribution in `allowed` provides."""
-    by_module = importlib.metadata.packages_distributions()
+    by_module = _packages_distributions()
     return {
         module
         for module in modules

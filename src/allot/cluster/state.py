@@ -24,6 +24,7 @@ from msgspec.structs import replace
 
 from allot.cluster import claims as claimlib
 from allot.cluster import hami
+from allot.cluster.events import ClusterEvent, ClusterEventKind
 from allot.cluster.journal import Journal
 from allot.cluster.nodes import NodeTable
 from allot.cluster.resources import PODS, Amounts, nonzero_cpu_memory, pod_requests
@@ -138,6 +139,11 @@ class ClusterState:
         self._binds = 0
         # Counts changes that may let waiting pods fit (a pod leaving a node, a node coming back).
         self.releases = 0
+        # Events for queueing hints, kept only once someone listens (`listen_for_events`).
+        self._events: list[ClusterEvent] | None = None
+        self._global_pools = {
+            (s.spec.driver, s.spec.pool.name) for s in self.slices.slices if not s.spec.node_name
+        }
         for pod in pods:
             self._add_pod(pod, bind_existing=True)
         # Building the initial state is not a what-if: nothing to undo.
@@ -178,6 +184,29 @@ class ClusterState:
     def pod_claims(self, info: PodInfo) -> list[ResourceClaim]:
         """The pod's claims that exist, in spec order."""
         return [self.claims[key] for _, key in info.claims if key in self.claims]
+
+    # -- events ---------------------------------------------------------------------------
+
+    def listen_for_events(self) -> None:
+        """Start keeping the events this state emits (pods added, bound, leaving; nodes changing)."""
+        if self._events is None:
+            self._events = []
+
+    def take_events(self) -> list[ClusterEvent]:
+        """The events committed since the last call (none while a transaction is open)."""
+        events = self._events
+        if not events or self.journal.recording:
+            return []
+        self._events = []
+        return events
+
+    def _emit(self, event: ClusterEvent) -> None:
+        events = self._events
+        if events is None:
+            return
+        events.append(event)
+        # A what-if that is rolled back leaves no event behind.
+        self.journal.record(events.pop)
 
     # -- changes (each journaled) ---------------------------------------------------------
 
@@ -234,6 +263,7 @@ class ClusterState:
         )
         self.pods[key] = info
         self.journal.record(lambda: self.pods.pop(key, None))
+        self._emit(ClusterEvent(ClusterEventKind.POD_ADDED, priority=info.priority, pod=key))
         if bind_existing and pod.spec.node_name and pod.status.phase not in TERMINAL_PHASES:
             index = self.nodes.index.get(pod.spec.node_name)
             if index is not None:
@@ -272,6 +302,7 @@ class ClusterState:
         info.started = self._binds
         key = info.key
         self._notify_pod(info, +1)
+        self._emit(ClusterEvent(ClusterEventKind.POD_BOUND, index, info.priority, key))
 
         def undo() -> None:
             self._notify_pod(info, -1)
@@ -375,8 +406,10 @@ class ClusterState:
         info = self.pods[pod_key]
         if info.node is None:
             return
+        index = info.node
         self._vacate(info)
         self._count_release()
+        shared = False
         for _, claim_key in info.claims:
             claim = self.claims.get(claim_key)
             if claim is None:
@@ -384,7 +417,17 @@ class ClusterState:
             claim = claimlib.without_reservation(claim, info.pod)
             self._put_claim(claim)
             if not claim.status.reserved_for:
+                shared = shared or self._frees_shared_devices(claim_key)
                 self.deallocate_claim(claim_key)
+        # Devices of pools not tied to this node become free for other nodes too: a cluster-wide event.
+        node = None if shared else index
+        self._emit(ClusterEvent(ClusterEventKind.POD_LEFT, node, info.priority, pod_key))
+
+    def _frees_shared_devices(self, claim_key: str) -> bool:
+        allocation = self.claims[claim_key].status.allocation
+        if allocation is None or not self._global_pools:
+            return False
+        return any((r.driver, r.pool) in self._global_pools for r in allocation.devices.results)
 
     def remove_pod(self, pod_key: str) -> None:
         """Delete a pod: unbind it and delete the claims generated for it."""
@@ -417,6 +460,8 @@ class ClusterState:
         self.journal.record(lambda: setattr(info, "pod", previous))
 
     def set_node_ready(self, node_name: str, ready: bool) -> None:
-        self.nodes.set_ready(self.nodes.index[node_name], ready)
+        index = self.nodes.index[node_name]
+        self.nodes.set_ready(index, ready)
         if ready:
             self._count_release()
+        self._emit(ClusterEvent(ClusterEventKind.NODE_CHANGED, index))

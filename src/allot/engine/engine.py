@@ -31,17 +31,33 @@ from allot.admission.events import Event, EventKind, ParkReason
 from allot.admission.flavors import Mode
 from allot.admission.state import AdmissionState
 from allot.admission.workload import Workload, parse_timestamp
+from allot.cluster.events import ALL_KINDS, ClusterEvent, ClusterEventKind
 from allot.cluster.state import ClusterState, PodInfo
 from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
+from allot.engine.queueing import ClassKey, OrderKey, QueueingConfig, SchedulingQueue
+from allot.engine.workload_hints import PlacementWaits
 from allot.model.kueue import QUEUE_NAME_LABEL, Topology
+from allot.scheduling.diagnosis import Diagnosis
 from allot.scheduling.framework import BoolArray
-from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gangs, place_gang
+from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gang_key, gangs, place_gang
+from allot.scheduling.hints import Hints
 from allot.scheduling.preemption import Preemptor
 from allot.scheduling.profile import Profile
 from allot.scheduling.scheduler import Outcome, Placement, Scheduler, Unschedulable
 from allot.scheduling.topology.tas import place_gang_in_topology, topology_request
 
 PREEMPTED_BY_POD = "Preempted by a higher-priority pod"
+GANG_UNIT = "gang:"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a pod or gang waits: the message, the pod that failed and its diagnosis (if any)."""
+
+    reason: str
+    pod: str
+    diagnosis: Diagnosis | None
+    kinds: frozenset[ClusterEventKind] = ALL_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +74,10 @@ class EnginePolicy:
     preemption: bool = True
     # Only pods naming this scheduler are considered (as a second scheduler beside kube-scheduler); None = all.
     scheduler_name: str | None = None
+    # Backoff, the unschedulable safety net, and whether hints decide retries (allot.engine.queueing).
+    # Exact by default (retries only at events that could help); a live scheduler passes
+    # QueueingConfig() for kube-scheduler's backoff and safety net.
+    queueing: QueueingConfig = dataclasses.field(default_factory=QueueingConfig.exact)
 
 
 class Engine:
@@ -82,14 +102,38 @@ class Engine:
         # Kueue Topology objects, for gangs that ask for a topology level (TAS).
         self.topologies: dict[str, Topology] = {t.name: t for t in sorted(topologies, key=lambda t: t.name)}
         self.preemptor = Preemptor(self.scheduler)
-        # pod -> the `releases` count when it last failed; retried only after something left.
-        self._parked: dict[str, tuple[int, str]] = {}
+        # Pods outside Kueue wait here (active, unschedulable, backing off); see allot.engine.queueing.
+        self._queue = SchedulingQueue(self.policy.queueing)
+        self._hints = Hints(self.scheduler)
+        # Pod group -> its pods outside Kueue; a gang's last reason, by unit.
+        self._groups: dict[str, set[str]] = {}
+        self._gang_reasons: dict[str, str] = {}
+        # Pods that became pending during a cycle, tried from the next one.
+        self._deferred: list[tuple[str, OrderKey]] = []
+        # Queued (Kueue) pods that arrived since the last cycle, in arrival order.
+        self._arrived_queued: list[str] = []
+        # Kueue workloads that fit quota but not the nodes, and the hints that wake them.
+        self._placement_waits = (
+            PlacementWaits(
+                self.admission,
+                self.scheduler.fits_on,
+                self._probe_class,
+                hints=self.policy.queueing.hints,
+            )
+            if self.admission is not None
+            else None
+        )
         # Pods of admitted Kueue workloads, and their specs before Kueue edited them.
         self._workload_of_pod: dict[str, str] = {}
         self._original: dict[str, object] = {}
         self._submitted: set[str] = set()
         # Pod creation times (seconds), parsed once.
         self._creation: dict[str, float] = {}
+        state.listen_for_events()
+        for info in state.pending():
+            self._enqueue_pod(info.key, deferred=False)
+            if self.ours(info) and self.queued(info):
+                self._arrived_queued.append(info.key)
 
     # -- bookkeeping the drivers call --------------------------------------------------
 
@@ -105,13 +149,16 @@ class Engine:
         """Turn queued pods that arrived since the last cycle into Kueue workloads."""
         if self.admission is None:
             return
+        self._observe(now, None)
+        arrived, self._arrived_queued = self._arrived_queued, []
+        pods = self.state.pods
         fresh = [
             info.pod
-            for info in self.state.pending()
-            if self.ours(info)
-            and self.queued(info)
-            and info.key not in self._submitted
-            and info.key not in self._workload_of_pod
+            for key in arrived
+            if (info := pods.get(key)) is not None
+            and not info.bound
+            and key not in self._submitted
+            and key not in self._workload_of_pod
         ]
         if not fresh:
             return
@@ -139,6 +186,8 @@ class Engine:
 
     def cycle(self, now: float = 0.0) -> CycleResult:
         decisions: list[Decision] = []
+        self._queue.begin_cycle(now)
+        self._observe(now, None)
         if self.admission is not None:
             self.submit_new_workloads(now)
             self.admission.advance(now)
@@ -161,62 +210,172 @@ class Engine:
         return created
 
     def _schedule_pods(self, now: float, decisions: list[Decision]) -> None:
-        state = self.state
-        pending = [i for i in state.pending() if self.ours(i) and not self.queued(i)]
-        if not pending:
-            return
-        groups = gangs(pending)
-        member_of = {key: gang for gang in groups.values() for key in gang.members}
-        done_gangs: set[str] = set()
-        # Equivalence class -> (releases, reason) of a pod of that class that failed this cycle.
-        failed_classes: dict[bytes, tuple[int, str]] = {}
-        for info in self._order(pending):
-            if info.node is not None:
-                continue
-            parked = self._parked.get(info.key)
-            if parked is not None and parked[0] == state.releases:
-                decisions.append(Waiting(info.key, parked[1]))
-                continue
-            gang = member_of.get(info.key)
-            if gang is not None:
-                if gang.key in done_gangs:
-                    continue
-                done_gangs.add(gang.key)
-                gang_class = self._gang_class(gang)
-                failed = failed_classes.get(gang_class) if gang_class is not None else None
-                previous = self._parked.get(info.key)
-                if failed is not None and failed[0] == state.releases and previous is not None:
-                    # A gang like this one just failed and nothing left since: it waits, for the
-                    # reason it was given when last tried (reasons name the gang's own pods).
-                    self._park_gang(gang, previous[1], decisions)
-                    continue
-                reason = self._schedule_gang(gang, now, decisions)
-                if reason is not None and gang_class is not None:
-                    failed_classes[gang_class] = (state.releases, reason)
-                continue
-            # Pods are visited by priority, so the pods bound since an equivalent pod failed have
-            # its priority and are no victims: only a release can make this one fit.
-            equivalence = self.scheduler.equivalence_class(info.key)
-            failed = failed_classes.get(equivalence) if equivalence is not None else None
-            if failed is not None and failed[0] == state.releases:
-                self._park(info.key, failed[1])
-                decisions.append(Waiting(info.key, failed[1]))
-                continue
-            reason = self._schedule_pod(info.key, now, decisions)
-            if reason is not None and equivalence is not None:
-                failed_classes[equivalence] = (state.releases, reason)
+        """Pods outside Kueue, in queue order; only units the queue holds active are tried."""
+        queue = self._queue
+        self._observe(now, None)
+        for unit, order in self._deferred:
+            queue.activate(unit, order)
+        self._deferred.clear()
+        while (popped := queue.pop()) is not None:
+            order, unit = popped
+            if unit.startswith(GANG_UNIT):
+                self._try_gang(unit, order, now, decisions)
+            else:
+                self._try_pod(unit, order, now, decisions)
+            self._observe(now, order)
 
-    def _schedule_pod(self, pod_key: str, now: float, decisions: list[Decision]) -> str | None:
-        """Place (or preempt for) one pod; the reason it waits, or None once bound."""
+    def _try_pod(self, pod_key: str, order: OrderKey, now: float, decisions: list[Decision]) -> None:
+        info = self.state.pods.get(pod_key)
+        if info is None or info.bound:
+            return
+        equivalence = self.scheduler.equivalence_class(pod_key)
+        klass: ClassKey = equivalence if equivalence is not None else pod_key
+        waiting = self._queue.parked_class(klass)
+        if waiting is not None:
+            # An equivalent pod failed and nothing since could help: it would fail alike.
+            self._queue.join(pod_key, order, klass)
+            decisions.append(Waiting(pod_key, waiting))
+            return
+        failure = self._schedule_pod(pod_key, now, decisions)
+        if failure is None:
+            self._queue.fitted(klass)
+            return
+        self._park_unit(pod_key, order, klass, failure, (pod_key,), info.priority, now)
+
+    def _try_gang(self, unit: str, order: OrderKey, now: float, decisions: list[Decision]) -> None:
+        group = unit[len(GANG_UNIT) :]
+        pending = [
+            self.state.pods[k]
+            for k in sorted(self._groups.get(group, ()))
+            if k in self.state.pods and not self.state.pods[k].bound
+        ]
+        found = gangs(pending).get(group)
+        if found is None:
+            return
+        gang = found
+        gang_class = self._gang_class(gang)
+        klass: ClassKey = gang_class if gang_class is not None else unit
+        waiting = self._queue.parked_class(klass)
+        previous = self._gang_reasons.get(unit)
+        if waiting is not None and previous is not None:
+            # A gang like this one failed and nothing since could help: it waits, for the reason
+            # it was given when last tried (reasons name the gang's own pods).
+            self._queue.join(unit, order, klass)
+            self._park_gang(gang, previous, decisions)
+            return
+        failure = self._schedule_gang(gang, now, decisions)
+        if failure is None:
+            self._gang_reasons.pop(unit, None)
+            self._queue.fitted(klass)
+            return
+        self._gang_reasons[unit] = failure.reason
+        probes = self._probes(gang.members)
+        priority = max(self.state.pods[m].priority for m in gang.members)
+        self._park_unit(unit, order, klass, failure, probes, priority, now)
+
+    def _probes(self, members: Iterable[str]) -> tuple[str, ...]:
+        """One pending pod per distinct class among `members`: the pods a hint re-checks."""
+        chosen: dict[object, str] = {}
+        for key in sorted(members):
+            info = self.state.pods.get(key)
+            if info is None or info.bound:
+                continue
+            equivalence = self.scheduler.equivalence_class(key)
+            chosen.setdefault(equivalence if equivalence is not None else key, key)
+        return tuple(chosen.values())
+
+    def _park_unit(
+        self,
+        unit: str,
+        order: OrderKey,
+        klass: ClassKey,
+        failure: Failure,
+        probes: tuple[str, ...],
+        priority: int,
+        now: float,
+    ) -> None:
+        preempting = self.policy.preemption
+        kinds = failure.kinds
+        if failure.diagnosis is not None:
+            kinds = self._hints.wake_kinds(failure.pod, failure.diagnosis, preempting=preempting)
+        self._queue.park(
+            unit,
+            order,
+            klass,
+            reason=failure.reason,
+            kinds=kinds,
+            preempting=preempting,
+            priority=priority,
+            probes=probes,
+            now=now,
+        )
+
+    def _hint(
+        self, probes: tuple[str, ...], events: list[ClusterEvent], preempting: bool, priority: int
+    ) -> bool:
+        """Whether these events could let one of the probed pods fit (see `allot.scheduling.hints`)."""
+        useful = [
+            e
+            for e in events
+            # A pod bound elsewhere helps only a preemptor that outranks it.
+            if e.kind is not ClusterEventKind.POD_BOUND or (preempting and (e.priority or 0) < priority)
+        ]
+        if not useful:
+            return False
+        return any(self._hints.could_help(p, useful, preempting=preempting) for p in probes)
+
+    def _observe(self, now: float, position: OrderKey | None) -> None:
+        """Take the state's committed events: new or pending-again pods join the queue, hints wake the rest."""
+        events = self.state.take_events()
+        if not events:
+            return
+        for event in events:
+            if event.kind in (ClusterEventKind.POD_ADDED, ClusterEventKind.POD_LEFT):
+                self._enqueue_pod(event.pod, deferred=position is not None)
+            if event.kind is ClusterEventKind.POD_ADDED and self.admission is not None:
+                info = self.state.pods.get(event.pod)
+                if info is not None and self.ours(info) and self.queued(info):
+                    self._arrived_queued.append(event.pod)
+        self._queue.observe(events, self._hint, position, now)
+        if self._placement_waits is not None:
+            self._placement_waits.observe(events)
+
+    def _enqueue_pod(self, pod_key: str, *, deferred: bool) -> None:
+        """A pod that is pending (again) and ours goes in line, alone or with its gang."""
+        info = self.state.pods.get(pod_key)
+        if info is None or info.bound or not self.ours(info) or self.queued(info):
+            return
+        group = gang_key(info)
+        unit = pod_key
+        if group is not None:
+            self._groups.setdefault(group, set()).add(pod_key)
+            unit = GANG_UNIT + group
+            members = [self.state.pods[k] for k in self._groups[group] if k in self.state.pods]
+            order = min(self._order_key(m) for m in members if not m.bound or m.key == pod_key)
+        else:
+            order = self._order_key(info)
+        if deferred:
+            # Pods that became pending during a cycle are tried from the next one, as before.
+            self._deferred.append((unit, order))
+        else:
+            self._queue.activate(unit, order)
+
+    def _probe_class(self, pod_key: str) -> object:
+        equivalence = self.scheduler.equivalence_class(pod_key)
+        return equivalence if equivalence is not None else pod_key
+
+    def _order_key(self, info: PodInfo) -> OrderKey:
+        return (-info.priority, self._created(info), info.sequence, info.key)
+
+    def _schedule_pod(self, pod_key: str, now: float, decisions: list[Decision]) -> Failure | None:
+        """Place (or preempt for) one pod; why it waits, or None once bound."""
         outcome, victims = self._schedule_with_preemption(pod_key, now)
         if isinstance(outcome, Placement):
-            self._parked.pop(pod_key, None)
             decisions.extend(victims)
             decisions.append(Bound(pod_key, outcome.node, outcome.allocations, outcome.score))
             return None
-        self._park(pod_key, outcome.message)
         decisions.append(Waiting(pod_key, outcome.message))
-        return outcome.message
+        return Failure(outcome.message, pod_key, outcome.diagnosis)
 
     def _topology_with(self, level: str) -> Topology | None:
         """The Topology (first by name) that has `level` among its levels."""
@@ -279,29 +438,28 @@ class Engine:
             classes.append(equivalence)
         return repr((gang.required, gang.declared, sorted(classes))).encode()
 
-    def _schedule_gang(self, gang: Gang, now: float, decisions: list[Decision]) -> str | None:
-        """Place (or preempt for) a whole gang; the reason it waits, or None once bound."""
+    def _schedule_gang(self, gang: Gang, now: float, decisions: list[Decision]) -> Failure | None:
+        """Place (or preempt for) a whole gang; why it waits, or None once bound."""
         victims: list[Evicted] = []
         result = self._place_gang(gang, now, victims)
         if isinstance(result, GangPlacement):
             decisions.extend(victims)
             for placement in result.placements:
-                self._parked.pop(placement.pod_key, None)
                 decisions.append(
                     Bound(placement.pod_key, placement.node, placement.allocations, placement.score, gang.key)
                 )
             return None
         self._park_gang(gang, result.reason, decisions)
-        return result.reason
+        failed = result.failed
+        if failed is None:
+            # Incomplete: only a new member can change that, and a new member requeues the gang.
+            return Failure(result.reason, gang.members[0], None, frozenset({ClusterEventKind.POD_ADDED}))
+        return Failure(result.reason, failed.pod_key, failed.diagnosis)
 
     def _park_gang(self, gang: Gang, reason: str, decisions: list[Decision]) -> None:
         for member in gang.members:
             if not self.state.pods[member].bound:
-                self._park(member, reason)
                 decisions.append(Waiting(member, reason, gang.key))
-
-    def _park(self, pod_key: str, reason: str) -> None:
-        self._parked[pod_key] = (self.state.releases, reason)
 
     def _schedule_with_preemption(
         self, pod_key: str, now: float, *, allowed: BoolArray | None = None, allowed_reason: str = ""
@@ -364,8 +522,12 @@ class Engine:
         admission = self.admission
         assert admission is not None
         journal = self.state.journal
+        if self._placement_waits is not None:
+            self._placement_waits.begin_cycle()
         for candidate in admission.candidates(now):
             workload = candidate.workload
+            if self._placement_waits is not None:
+                self._placement_waits.forget(workload.key)
             assignment = admission.assign(workload)
             if assignment.mode == Mode.NO_FIT:
                 reason = assignment.reason or "; ".join(r for ps in assignment.pod_sets for r in ps.reasons)
@@ -397,9 +559,14 @@ class Engine:
                     admission.admit(workload, assignment, now)
                     tx.commit()
             if failure:
-                kind = ParkReason.quota if failure.startswith("quota:") else ParkReason.placement
-                admission.park(workload, kind(failure))
+                quota = failure.startswith("quota:")
+                admission.park(
+                    workload, ParkReason.quota(failure) if quota else ParkReason.placement(failure)
+                )
+                if not quota and self._placement_waits is not None:
+                    self._placement_waits.park(workload.key, assignment, self._probes(workload.pods))
                 decisions.extend(Waiting(p, failure, workload.key) for p in workload.pods)
+                self._observe(now, None)
                 continue
             decisions.extend(evicted)
             for placement in placements:
@@ -419,6 +586,7 @@ class Engine:
                 for resource, choice in sorted(ps.flavors.items())
             }
             decisions.append(Admitted(workload.key, candidate.cluster_queue, flavors, assignment.borrows))
+            self._observe(now, None)
 
     def _place_workload(self, workload: Workload, assignment: object) -> list[Placement] | str:
         """Place every pod of the workload on its flavor's nodes; a reason string if any does not fit."""

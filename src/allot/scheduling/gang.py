@@ -64,6 +64,12 @@ def is_gang_member(info: PodInfo) -> bool:
     return bool(_group_name(info))
 
 
+def gang_key(info: PodInfo) -> str | None:
+    """The `namespace/group` key of the pod's gang, or None outside any group."""
+    name = _group_name(info)
+    return f"{info.pod.namespace}/{name}" if name else None
+
+
 def gangs(pods: Iterable[PodInfo]) -> dict[str, Gang]:
     """Gangs of the given pods, by the key `namespace/group`; pods outside any group are absent."""
     groups: dict[str, list[PodInfo]] = defaultdict(list)

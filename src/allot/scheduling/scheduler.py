@@ -207,6 +207,16 @@ class Scheduler:
         }
         return Unschedulable(pod_key, Diagnosis(total, names))
 
+    def fits_on(self, pod_key: str, index: int) -> bool:
+        """Whether the pod would fit node `index` now; changes nothing, not even the rotation."""
+        mask = np.zeros(self.state.nodes.size, dtype=np.bool_)
+        mask[index] = True
+        start = self._next_start
+        try:
+            return isinstance(self.place(pod_key, allowed=mask), Placement)
+        finally:
+            self._next_start = start
+
     def _node_filter(self, cycle: Cycle, plugins: ProfilePlugins, candidates: IntArray) -> IntArray:
         active = [f for f in plugins.node_filters if f.needs_node_filter(cycle)]
         if not active or candidates.size == 0:

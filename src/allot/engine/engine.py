@@ -187,6 +187,8 @@ class Engine:
     def cycle(self, now: float = 0.0) -> CycleResult:
         decisions: list[Decision] = []
         self._queue.begin_cycle(now)
+        if self._placement_waits is not None:
+            self._placement_waits.begin_cycle()
         self._observe(now, None)
         if self.admission is not None:
             self.submit_new_workloads(now)
@@ -522,17 +524,25 @@ class Engine:
         admission = self.admission
         assert admission is not None
         journal = self.state.journal
-        if self._placement_waits is not None:
-            self._placement_waits.begin_cycle()
+        waits = self._placement_waits
         for candidate in admission.candidates(now):
             workload = candidate.workload
-            if self._placement_waits is not None:
-                self._placement_waits.forget(workload.key)
+            if waits is not None:
+                waits.forget(workload.key)
             assignment = admission.assign(workload)
             if assignment.mode == Mode.NO_FIT:
                 reason = assignment.reason or "; ".join(r for ps in assignment.pod_sets for r in ps.reasons)
                 admission.park(workload, ParkReason.quota(reason))
                 decisions.extend(Waiting(p, reason, workload.key) for p in workload.pods)
+                continue
+            probes = self._probes(workload.pods)
+            group = waits.group_of(workload.key, assignment, probes) if waits is not None else None
+            known = waits.waiting_reason(group) if waits is not None else None
+            if waits is not None and known is not None:
+                # Workloads of its group fail alike and nothing since could help: it waits unplaced.
+                admission.park(workload, ParkReason.placement(known))
+                waits.park(workload.key, assignment, probes, known)
+                decisions.extend(Waiting(p, known, workload.key) for p in workload.pods)
                 continue
             failure = ""
             with journal.transaction() as tx:
@@ -563,8 +573,8 @@ class Engine:
                 admission.park(
                     workload, ParkReason.quota(failure) if quota else ParkReason.placement(failure)
                 )
-                if not quota and self._placement_waits is not None:
-                    self._placement_waits.park(workload.key, assignment, self._probes(workload.pods))
+                if not quota and waits is not None:
+                    waits.park(workload.key, assignment, probes, failure)
                 decisions.extend(Waiting(p, failure, workload.key) for p in workload.pods)
                 self._observe(now, None)
                 continue
@@ -586,6 +596,8 @@ class Engine:
                 for resource, choice in sorted(ps.flavors.items())
             }
             decisions.append(Admitted(workload.key, candidate.cluster_queue, flavors, assignment.borrows))
+            if waits is not None:
+                waits.admitted(workload.key, group)
             self._observe(now, None)
 
     def _place_workload(self, workload: Workload, assignment: object) -> list[Placement] | str:

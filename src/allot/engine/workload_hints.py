@@ -16,11 +16,20 @@ again is allot's choice; these are the same hints the engine uses for pods
   longer the one it failed with (asked once per quota generation and per
   Kueue equivalence class, not per workload).
 
-`hints=False` requeues every parked workload every cycle: the reference.
+Workloads that fit quota outright and have the same ClusterQueue, LocalQueue,
+Kueue equivalence (priority and pod-set shapes), flavors and pod classes
+form a *group*: they fit or fail alike, whatever the nodes. A group waits
+as one: woken, its first member (in queue order) is requeued, and each
+member admitted requeues the next; a workload of a group that failed and
+was not woken since waits without a placement attempt.
+
+`hints=False` wakes every group and every other parked workload every
+cycle: the reference the hints are tested against.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,10 +41,15 @@ from allot.cluster.events import NODE_LOCAL, ClusterEvent, ClusterEventKind
 _HELPFUL = frozenset(ClusterEventKind) - {ClusterEventKind.POD_BOUND, ClusterEventKind.POD_ADDED}
 
 
+Group = tuple[object, ...]
+
+
 @dataclass(slots=True)
 class _Wait:
     cluster_queue: str
     shape: tuple[object, ...]
+    # Workloads that fit quota outright, grouped (None: waits alone, e.g. it had to preempt).
+    group: Group | None
     # One pod per distinct pod class of the workload: what a node change is re-checked with.
     probes: tuple[str, ...]
     preempting: bool
@@ -65,30 +79,83 @@ class PlacementWaits:
         self.probe_class = probe_class
         self.hints = hints
         self._waits: dict[str, _Wait] = {}
+        # group -> (order time, key) of its waiting members; the reason the group failed with.
+        self._groups: dict[Group, list[tuple[float, str]]] = {}
+        self._reasons: dict[Group, str] = {}
+        # Groups woken this cycle: a member admitted requeues the next.
+        self._awake: set[Group] = set()
+        self._generation = admission.tree.generation
+        # Waiting workloads outside any group.
+        self._solo: set[str] = set()
         admission.wake_placement = False
 
     def __len__(self) -> int:
         return len(self._waits)
 
-    def park(self, key: str, assignment: Assignment, probes: tuple[str, ...]) -> None:
+    def group_of(self, key: str, assignment: Assignment, probes: tuple[str, ...]) -> Group | None:
+        """The group of a pending workload with this assignment (None when it has to preempt)."""
+        entry = self.admission.entries.get(key)
+        if entry is None or entry.cluster_queue is None or assignment.mode is not Mode.FIT:
+            return None
+        classes = tuple(sorted(repr(self.probe_class(p)) for p in probes))
+        return (
+            entry.cluster_queue,
+            entry.local_queue,
+            entry.equivalence(),
+            assignment_signature(assignment),
+            classes,
+        )
+
+    def waiting_reason(self, group: Group | None) -> str | None:
+        """Why a workload of `group` would fail now, if its group failed and was not woken since."""
+        if group is None or group in self._awake:
+            return None
+        return self._reasons.get(group) if self._groups.get(group) else None
+
+    def park(self, key: str, assignment: Assignment, probes: tuple[str, ...], reason: str) -> None:
         entry = self.admission.entries[key]
         assert entry.cluster_queue is not None
+        group = self.group_of(key, assignment, probes)
+        self.forget(key)
         self._waits[key] = _Wait(
             cluster_queue=entry.cluster_queue,
             shape=entry.equivalence(),
+            group=group,
             probes=probes,
             preempting=assignment.mode is Mode.PREEMPT,
             assignment=assignment_signature(assignment),
             generation=self.admission.tree.generation,
         )
+        if group is None:
+            self._solo.add(key)
+        else:
+            self._awake.discard(group)
+            self._reasons[group] = reason
+            bisect.insort(self._groups.setdefault(group, []), (entry.order_time, key))
 
     def forget(self, key: str) -> None:
-        self._waits.pop(key, None)
+        wait = self._waits.pop(key, None)
+        self._solo.discard(key)
+        if wait is None or wait.group is None:
+            return
+        members = self._groups.get(wait.group, [])
+        members[:] = [m for m in members if m[1] != key]
+        if not members:
+            self._groups.pop(wait.group, None)
+            self._reasons.pop(wait.group, None)
+
+    def admitted(self, key: str, group: Group | None) -> None:
+        """A workload was admitted: the next member of its woken group gets its turn."""
+        self.forget(key)
+        if group is not None and group in self._awake:
+            self._wake_head(group)
 
     def begin_cycle(self) -> None:
+        self._awake.clear()
         if not self.hints:
             for key in sorted(self._waits):
-                self._wake(key)
+                if key in self._waits:
+                    self._wake(key)
 
     def observe(self, events: list[ClusterEvent]) -> None:
         """Requeue the waiting workloads these events could help."""
@@ -96,14 +163,19 @@ class PlacementWaits:
             return
         helpful = [e for e in events if e.kind in _HELPFUL]
         generation = self.admission.tree.generation
-        if not helpful and all(w.generation == generation for w in self._waits.values()):
+        if not helpful and generation == self._generation:
             return
+        self._generation = generation
         anywhere = any(not e.local or e.kind is ClusterEventKind.NODE_ADDED for e in helpful)
         nodes = sorted({e.node for e in helpful if e.kind in NODE_LOCAL and e.node is not None})
         fits: dict[tuple[object, int], bool] = {}
         assignments: dict[tuple[str, tuple[object, ...]], tuple[object, ...]] = {}
-        for key in sorted(self._waits):
-            wait = self._waits[key]
+        # One member speaks for its group: they fit or fail alike.
+        speakers = [members[0][1] for group, members in self._groups.items() if group not in self._awake]
+        for key in sorted({*self._solo, *speakers}):
+            wait = self._waits.get(key)
+            if wait is None:
+                continue
             if anywhere or (wait.preempting and (helpful or wait.generation != generation)):
                 self._wake(key)
                 continue
@@ -134,5 +206,20 @@ class PlacementWaits:
         return signature != wait.assignment
 
     def _wake(self, key: str) -> None:
-        del self._waits[key]
+        wait = self._waits.get(key)
+        if wait is None:
+            return
+        if wait.group is not None:
+            self._awake.add(wait.group)
+            self._wake_head(wait.group)
+            return
+        self.forget(key)
+        self.admission.requeue(key)
+
+    def _wake_head(self, group: Group) -> None:
+        members = self._groups.get(group)
+        if not members:
+            return
+        key = members[0][1]
+        self.forget(key)
         self.admission.requeue(key)

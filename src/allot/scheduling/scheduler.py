@@ -208,14 +208,22 @@ class Scheduler:
         return Unschedulable(pod_key, Diagnosis(total, names))
 
     def fits_on(self, pod_key: str, index: int) -> bool:
-        """Whether the pod would fit node `index` now; changes nothing, not even the rotation."""
-        mask = np.zeros(self.state.nodes.size, dtype=np.bool_)
-        mask[index] = True
-        start = self._next_start
-        try:
-            return isinstance(self.place(pod_key, allowed=mask), Placement)
-        finally:
-            self._next_start = start
+        """Whether the pod passes every filter on node `index` now (scores and reserve are not run,
+        so this may say yes where reserving would fail, never the reverse); changes nothing."""
+        info = self.state.pods[pod_key]
+        plugins = self.plugins(info.pod.spec.scheduler_name)
+        if plugins is None:
+            return False
+        cycle = Cycle(self.state, info)
+        if not all(pre.pre_filter(cycle).ok for pre in plugins.pre_filters):
+            return False
+        candidates = np.zeros(self.state.nodes.size, dtype=np.bool_)
+        candidates[index] = True
+        for mask_filter in plugins.mask_filters:
+            for rejection in mask_filter.filter_mask(cycle, candidates):
+                if rejection.nodes[index]:
+                    return False
+        return all(f.filter_node(cycle, index).ok for f in plugins.node_filters if f.needs_node_filter(cycle))
 
     def _node_filter(self, cycle: Cycle, plugins: ProfilePlugins, candidates: IntArray) -> IntArray:
         active = [f for f in plugins.node_filters if f.needs_node_filter(cycle)]

@@ -1,6 +1,6 @@
 """One scheduling cycle: admission order, quota fit, placement, preemption, decisions.
 
-`Engine.cycle(now)` looks at every pending pod once and returns what it
+`Engine.cycle(now)` tries the work that is due and returns what it
 decided, having applied it to the ClusterState (and AdmissionState):
 
 1. Workloads submitted to Kueue queues, in admission order (fair sharing,
@@ -14,73 +14,53 @@ decided, having applied it to the ClusterState (and AdmissionState):
    lower-priority pods.
 
 A pod or workload that fails waits until something that could help
-happens (a pod leaves a node, a node comes back, quota is released): it is
-not retried every cycle. The engine does no I/O and reads no clock.
+happens, kube-scheduler's queueing hints: the ClusterState reports what
+changed (pods added, bound, leaving; nodes changing) as `ClusterEvent`s,
+drivers report the rest through `notify`, and only work whose rejecting
+plugins declared such an event, and that the event could let fit, is tried
+again (`allot.engine.queueing`, `allot.scheduling.hints`,
+`allot.engine.workload_hints`; Kueue's own requeue rules stay in
+`allot.admission`). A cycle therefore costs what changed, not the length
+of the queue. `EnginePolicy.queueing` sets backoff, the unschedulable
+safety net (`next_wakeup`) and a hints-off mode for checking. The engine
+does no I/O and reads no clock.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from msgspec.structs import replace
 
 from allot.admission.events import Event, EventKind, ParkReason
 from allot.admission.flavors import Mode
 from allot.admission.state import AdmissionState
-from allot.admission.workload import Workload, parse_timestamp
-from allot.cluster.events import ALL_KINDS, ClusterEvent, ClusterEventKind
+from allot.admission.workload import Workload
+from allot.cluster.events import ClusterEvent, ClusterEventKind
 from allot.cluster.state import ClusterState, PodInfo
 from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
-from allot.engine.queueing import ClassKey, OrderKey, QueueingConfig, SchedulingQueue
+from allot.engine.pod_path import PodPath
+from allot.engine.policy import EnginePolicy
+from allot.engine.queueing import OrderKey, QueueingConfig, SchedulingQueue
 from allot.engine.workload_hints import PlacementWaits
 from allot.model.kueue import QUEUE_NAME_LABEL, Topology
-from allot.scheduling.diagnosis import Diagnosis
-from allot.scheduling.framework import BoolArray
-from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gang_key, gangs, place_gang
+from allot.scheduling.gang import Gang, GangUnschedulable
 from allot.scheduling.hints import Hints
 from allot.scheduling.preemption import Preemptor
 from allot.scheduling.profile import Profile
-from allot.scheduling.scheduler import Outcome, Placement, Scheduler, Unschedulable
-from allot.scheduling.topology.tas import place_gang_in_topology, topology_request
+from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
+from allot.scheduling.topology.tas import topology_request
 
-PREEMPTED_BY_POD = "Preempted by a higher-priority pod"
-GANG_UNIT = "gang:"
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """Why a pod or gang waits: the message, the pod that failed and its diagnosis (if any)."""
-
-    reason: str
-    pod: str
-    diagnosis: Diagnosis | None
-    kinds: frozenset[ClusterEventKind] = ALL_KINDS
+# Cluster events that are also Kueue's requeue events.
+_ADMISSION_KINDS = {
+    ClusterEventKind.QUOTA_CHANGED: EventKind.QUOTA_CHANGED,
+    ClusterEventKind.QUEUES_CHANGED: EventKind.QUEUES_CHANGED,
+    ClusterEventKind.WORKLOAD_FINISHED: EventKind.WORKLOAD_FINISHED,
+    ClusterEventKind.NODE_ADDED: EventKind.NODES_CHANGED,
+}
 
 
-@dataclass(frozen=True, slots=True)
-class EnginePolicy:
-    """How the engine orders and protects work.
-
-    `queues`: admit pods that carry a Kueue queue label through the
-    admission state (True), or treat every pod as kube-scheduler would,
-    by priority then arrival (False, the "fifo-priority" baseline).
-    `preemption`: whether pods outside Kueue may preempt lower priorities.
-    """
-
-    queues: bool = True
-    preemption: bool = True
-    # Only pods naming this scheduler are considered (as a second scheduler beside kube-scheduler); None = all.
-    scheduler_name: str | None = None
-    # Backoff, the unschedulable safety net, and whether hints decide retries (allot.engine.queueing).
-    # Exact by default (retries only at events that could help); a live scheduler passes
-    # QueueingConfig() for kube-scheduler's backoff and safety net.
-    queueing: QueueingConfig = dataclasses.field(default_factory=QueueingConfig.exact)
-
-
-class Engine:
+class Engine(PodPath):
     """Decides where pending work goes; see the module docstring for the cycle."""
 
     def __init__(
@@ -110,6 +90,8 @@ class Engine:
         self._gang_reasons: dict[str, str] = {}
         # Pods that became pending during a cycle, tried from the next one.
         self._deferred: list[tuple[str, OrderKey]] = []
+        # Events drivers reported (`notify`), seen at the next cycle.
+        self._reported: list[ClusterEvent] = []
         # Queued (Kueue) pods that arrived since the last cycle, in arrival order.
         self._arrived_queued: list[str] = []
         # Kueue workloads that fit quota but not the nodes, and the hints that wake them.
@@ -197,138 +179,12 @@ class Engine:
         self._schedule_pods(now, decisions)
         return CycleResult(tuple(decisions))
 
-    # -- kube-scheduler path ----------------------------------------------------------------
-
-    def _order(self, pending: Iterable[PodInfo]) -> list[PodInfo]:
-        """kube-scheduler's queue order: priority, then when the pod was created, then arrival here."""
-        return sorted(pending, key=lambda i: (-i.priority, self._created(i), i.sequence, i.key))
-
-    def _created(self, info: PodInfo) -> float:
-        # Pods without a creation timestamp (simulated ones) keep their arrival order among themselves.
-        created = self._creation.get(info.key)
-        if created is None:
-            parsed = parse_timestamp(info.pod.metadata.creation_timestamp)
-            created = self._creation[info.key] = parsed if parsed is not None else math.inf
-        return created
-
-    def _schedule_pods(self, now: float, decisions: list[Decision]) -> None:
-        """Pods outside Kueue, in queue order; only units the queue holds active are tried."""
-        queue = self._queue
-        self._observe(now, None)
-        for unit, order in self._deferred:
-            queue.activate(unit, order)
-        self._deferred.clear()
-        while (popped := queue.pop()) is not None:
-            order, unit = popped
-            if unit.startswith(GANG_UNIT):
-                self._try_gang(unit, order, now, decisions)
-            else:
-                self._try_pod(unit, order, now, decisions)
-            self._observe(now, order)
-
-    def _try_pod(self, pod_key: str, order: OrderKey, now: float, decisions: list[Decision]) -> None:
-        info = self.state.pods.get(pod_key)
-        if info is None or info.bound:
-            return
-        equivalence = self.scheduler.equivalence_class(pod_key)
-        klass: ClassKey = equivalence if equivalence is not None else pod_key
-        waiting = self._queue.parked_class(klass)
-        if waiting is not None:
-            # An equivalent pod failed and nothing since could help: it would fail alike.
-            self._queue.join(pod_key, order, klass)
-            decisions.append(Waiting(pod_key, waiting))
-            return
-        failure = self._schedule_pod(pod_key, now, decisions)
-        if failure is None:
-            self._queue.fitted(klass)
-            return
-        self._park_unit(pod_key, order, klass, failure, (pod_key,), info.priority, now)
-
-    def _try_gang(self, unit: str, order: OrderKey, now: float, decisions: list[Decision]) -> None:
-        group = unit[len(GANG_UNIT) :]
-        pending = [
-            self.state.pods[k]
-            for k in sorted(self._groups.get(group, ()))
-            if k in self.state.pods and not self.state.pods[k].bound
-        ]
-        found = gangs(pending).get(group)
-        if found is None:
-            return
-        gang = found
-        gang_class = self._gang_class(gang)
-        klass: ClassKey = gang_class if gang_class is not None else unit
-        waiting = self._queue.parked_class(klass)
-        previous = self._gang_reasons.get(unit)
-        if waiting is not None and previous is not None:
-            # A gang like this one failed and nothing since could help: it waits, for the reason
-            # it was given when last tried (reasons name the gang's own pods).
-            self._queue.join(unit, order, klass)
-            self._park_gang(gang, previous, decisions)
-            return
-        failure = self._schedule_gang(gang, now, decisions)
-        if failure is None:
-            self._gang_reasons.pop(unit, None)
-            self._queue.fitted(klass)
-            return
-        self._gang_reasons[unit] = failure.reason
-        probes = self._probes(gang.members)
-        priority = max(self.state.pods[m].priority for m in gang.members)
-        self._park_unit(unit, order, klass, failure, probes, priority, now)
-
-    def _probes(self, members: Iterable[str]) -> tuple[str, ...]:
-        """One pending pod per distinct class among `members`: the pods a hint re-checks."""
-        chosen: dict[object, str] = {}
-        for key in sorted(members):
-            info = self.state.pods.get(key)
-            if info is None or info.bound:
-                continue
-            equivalence = self.scheduler.equivalence_class(key)
-            chosen.setdefault(equivalence if equivalence is not None else key, key)
-        return tuple(chosen.values())
-
-    def _park_unit(
-        self,
-        unit: str,
-        order: OrderKey,
-        klass: ClassKey,
-        failure: Failure,
-        probes: tuple[str, ...],
-        priority: int,
-        now: float,
-    ) -> None:
-        preempting = self.policy.preemption
-        kinds = failure.kinds
-        if failure.diagnosis is not None:
-            kinds = self._hints.wake_kinds(failure.pod, failure.diagnosis, preempting=preempting)
-        self._queue.park(
-            unit,
-            order,
-            klass,
-            reason=failure.reason,
-            kinds=kinds,
-            preempting=preempting,
-            priority=priority,
-            probes=probes,
-            now=now,
-        )
-
-    def _hint(
-        self, probes: tuple[str, ...], events: list[ClusterEvent], preempting: bool, priority: int
-    ) -> bool:
-        """Whether these events could let one of the probed pods fit (see `allot.scheduling.hints`)."""
-        useful = [
-            e
-            for e in events
-            # A pod bound elsewhere helps only a preemptor that outranks it.
-            if e.kind is not ClusterEventKind.POD_BOUND or (preempting and (e.priority or 0) < priority)
-        ]
-        if not useful:
-            return False
-        return any(self._hints.could_help(p, useful, preempting=preempting) for p in probes)
-
     def _observe(self, now: float, position: OrderKey | None) -> None:
         """Take the state's committed events: new or pending-again pods join the queue, hints wake the rest."""
         events = self.state.take_events()
+        if self._reported:
+            events = [*events, *self._reported]
+            self._reported.clear()
         if not events:
             return
         for event in events:
@@ -341,148 +197,6 @@ class Engine:
         self._queue.observe(events, self._hint, position, now)
         if self._placement_waits is not None:
             self._placement_waits.observe(events)
-
-    def _enqueue_pod(self, pod_key: str, *, deferred: bool) -> None:
-        """A pod that is pending (again) and ours goes in line, alone or with its gang."""
-        info = self.state.pods.get(pod_key)
-        if info is None or info.bound or not self.ours(info) or self.queued(info):
-            return
-        group = gang_key(info)
-        unit = pod_key
-        if group is not None:
-            self._groups.setdefault(group, set()).add(pod_key)
-            unit = GANG_UNIT + group
-            members = [self.state.pods[k] for k in self._groups[group] if k in self.state.pods]
-            order = min(self._order_key(m) for m in members if not m.bound or m.key == pod_key)
-        else:
-            order = self._order_key(info)
-        if deferred:
-            # Pods that became pending during a cycle are tried from the next one, as before.
-            self._deferred.append((unit, order))
-        else:
-            self._queue.activate(unit, order)
-
-    def _probe_class(self, pod_key: str) -> object:
-        equivalence = self.scheduler.equivalence_class(pod_key)
-        return equivalence if equivalence is not None else pod_key
-
-    def _order_key(self, info: PodInfo) -> OrderKey:
-        return (-info.priority, self._created(info), info.sequence, info.key)
-
-    def _schedule_pod(self, pod_key: str, now: float, decisions: list[Decision]) -> Failure | None:
-        """Place (or preempt for) one pod; why it waits, or None once bound."""
-        outcome, victims = self._schedule_with_preemption(pod_key, now)
-        if isinstance(outcome, Placement):
-            decisions.extend(victims)
-            decisions.append(Bound(pod_key, outcome.node, outcome.allocations, outcome.score))
-            return None
-        decisions.append(Waiting(pod_key, outcome.message))
-        return Failure(outcome.message, pod_key, outcome.diagnosis)
-
-    def _topology_with(self, level: str) -> Topology | None:
-        """The Topology (first by name) that has `level` among its levels."""
-        for topology in self.topologies.values():
-            if any(lvl.node_label == level for lvl in topology.spec.levels):
-                return topology
-        return None
-
-    def _place_gang(
-        self,
-        gang: Gang,
-        now: float,
-        victims: list[Evicted],
-        topology: Topology | None = None,
-        *,
-        preempt: bool = True,
-    ) -> GangPlacement | GangUnschedulable:
-        """All-or-nothing, inside one topology domain when the pods ask for a level (Kueue TAS).
-
-        Kueue workloads pass `preempt=False`: their preemption is decided by
-        admission, on quota, before placement.
-        """
-
-        def one(pod_key: str) -> Outcome:
-            if not preempt:
-                return self.scheduler.schedule(pod_key)
-            outcome, evicted = self._schedule_with_preemption(pod_key, now)
-            victims.extend(evicted)
-            return outcome
-
-        request = topology_request(self.state, gang)
-        if request is None:
-            return place_gang(self.state, gang, one)
-        topology = topology if topology is not None else self._topology_with(request.level)
-        if topology is None:
-            return GangUnschedulable(
-                gang.key, f"pod group {gang.key}: no Topology has the level {request.level}"
-            )
-
-        def one_in(pod_key: str, mask: BoolArray, reason: str) -> Outcome:
-            if not preempt:
-                return self.scheduler.schedule(pod_key, allowed=mask, allowed_reason=reason)
-            outcome, evicted = self._schedule_with_preemption(
-                pod_key, now, allowed=mask, allowed_reason=reason
-            )
-            victims.extend(evicted)
-            return outcome
-
-        return place_gang_in_topology(
-            self.state, self.scheduler, gang, topology, request=request, schedule_one=one_in
-        )
-
-    def _gang_class(self, gang: Gang) -> bytes | None:
-        """Gangs of one class fit or fail alike: equal sizes and equivalent members (None: no class)."""
-        classes = []
-        for member in gang.members:
-            equivalence = self.scheduler.equivalence_class(member)
-            if equivalence is None:
-                return None
-            classes.append(equivalence)
-        return repr((gang.required, gang.declared, sorted(classes))).encode()
-
-    def _schedule_gang(self, gang: Gang, now: float, decisions: list[Decision]) -> Failure | None:
-        """Place (or preempt for) a whole gang; why it waits, or None once bound."""
-        victims: list[Evicted] = []
-        result = self._place_gang(gang, now, victims)
-        if isinstance(result, GangPlacement):
-            decisions.extend(victims)
-            for placement in result.placements:
-                decisions.append(
-                    Bound(placement.pod_key, placement.node, placement.allocations, placement.score, gang.key)
-                )
-            return None
-        self._park_gang(gang, result.reason, decisions)
-        failed = result.failed
-        if failed is None:
-            # Incomplete: only a new member can change that, and a new member requeues the gang.
-            return Failure(result.reason, gang.members[0], None, frozenset({ClusterEventKind.POD_ADDED}))
-        return Failure(result.reason, failed.pod_key, failed.diagnosis)
-
-    def _park_gang(self, gang: Gang, reason: str, decisions: list[Decision]) -> None:
-        for member in gang.members:
-            if not self.state.pods[member].bound:
-                decisions.append(Waiting(member, reason, gang.key))
-
-    def _schedule_with_preemption(
-        self, pod_key: str, now: float, *, allowed: BoolArray | None = None, allowed_reason: str = ""
-    ) -> tuple[Outcome, list[Evicted]]:
-        outcome = self.scheduler.schedule(pod_key, allowed=allowed, allowed_reason=allowed_reason)
-        if isinstance(outcome, Placement) or not self.policy.preemption:
-            return outcome, []
-        attempt = self.preemptor.attempt(pod_key, outcome)
-        choice = attempt.candidate
-        if choice is None:
-            diagnosis = dataclasses.replace(outcome.diagnosis, preemption=attempt.message)
-            return dataclasses.replace(outcome, diagnosis=diagnosis), []
-        evicted: list[Evicted] = []
-        with self.state.journal.transaction() as tx:
-            for victim in choice.victims:
-                evicted.extend(self._evict_pod(victim, PREEMPTED_BY_POD, pod_key, now))
-            retry = self.scheduler.schedule(pod_key, allowed=allowed, allowed_reason=allowed_reason)
-            if isinstance(retry, Placement):
-                tx.commit()
-                return dataclasses.replace(retry, victims=tuple((e.pod, e.reason) for e in evicted)), evicted
-        return outcome, []
 
     def _evict_pod(self, pod_key: str, reason: str, preemptor: str, now: float) -> list[Evicted]:
         """Unbind a victim; a pod of an admitted workload takes its whole workload with it."""
@@ -660,9 +374,39 @@ class Engine:
                     return self.topologies[name]
         return None
 
-    def notify(self, event: Event) -> None:
-        if self.admission is not None:
-            self.admission.notify(event)
+    def next_wakeup(self) -> float | None:
+        """When waiting work is due without an event (backoff over, safety net): the driver should
+        run a cycle then. None with the default exact queueing."""
+        return self._queue.next_wakeup()
+
+    def notify(self, event: ClusterEvent | Event) -> None:
+        """What a driver saw that the ClusterState cannot know: claims, slices or device classes
+        changed, quota or queues changed, a node added elsewhere (`ClusterEvent`); or a Kueue
+        admission `Event`. Waiting work that such an event could help is tried again next cycle.
+        The state's own changes (pods added, bound, leaving; nodes ready) need no report."""
+        if isinstance(event, Event):
+            if self.admission is not None:
+                self.admission.notify(event)
+            return
+        self._reported.append(event)
+        admission_kind = _ADMISSION_KINDS.get(event.kind)
+        if admission_kind is not None and self.admission is not None:
+            self.admission.notify(
+                Event(
+                    admission_kind,
+                    cluster_queue=event.cluster_queue,
+                    cohort=event.cohort,
+                    flavor=event.flavor,
+                )
+            )
 
 
-__all__ = ["Engine", "EnginePolicy", "Event", "EventKind"]
+__all__ = [
+    "ClusterEvent",
+    "ClusterEventKind",
+    "Engine",
+    "EnginePolicy",
+    "Event",
+    "EventKind",
+    "QueueingConfig",
+]

@@ -110,6 +110,8 @@ class PodPath:
             self._queue.join(pod_key, order, klass)
             decisions.append(Waiting(pod_key, waiting))
             return
+        if self._no_longer_fits(pod_key, order, klass, (pod_key,)):
+            return
         failure = self._schedule_pod(pod_key, now, decisions)
         if failure is None:
             self._queue.fitted(klass)
@@ -137,6 +139,8 @@ class PodPath:
             self._queue.join(unit, order, klass)
             self._park_gang(gang, previous, decisions)
             return
+        if self._no_longer_fits(unit, order, klass, self._probes(gang.members)):
+            return
         failure = self._schedule_gang(gang, now, decisions)
         if failure is None:
             self._gang_reasons.pop(unit, None)
@@ -146,6 +150,18 @@ class PodPath:
         probes = self._probes(gang.members)
         priority = max(self.state.pods[m].priority for m in gang.members)
         self._park_unit(unit, order, klass, failure, probes, priority, now)
+
+    def _no_longer_fits(self, unit: str, order: OrderKey, klass: ClassKey, probes: tuple[str, ...]) -> bool:
+        """A unit woken by changes on some nodes that fits none of them now (pods placed since took
+        the room) goes back to waiting without an attempt: every other node still rejects it."""
+        nodes = self._queue.woken_by(klass)
+        if not nodes:
+            return False
+        preempting = self.policy.preemption
+        if any(self._hints.fits_on(p, n, preempting=preempting) for p in probes for n in sorted(nodes)):
+            return False
+        self._queue.back_to_sleep(unit, order, klass)
+        return True
 
     def _probes(self, members: Iterable[str]) -> tuple[str, ...]:
         """One pending pod per distinct class among `members`: the pods a hint re-checks."""
@@ -185,9 +201,9 @@ class PodPath:
         )
 
     def _hint(
-        self, probes: tuple[str, ...], events: list[ClusterEvent], preempting: bool, priority: int
+        self, unit: str, probes: tuple[str, ...], events: list[ClusterEvent], preempting: bool, priority: int
     ) -> bool:
-        """Whether these events could let one of the probed pods fit (see `allot.scheduling.hints`)."""
+        """Whether these events could let the class of `unit` fit (see `allot.scheduling.hints`)."""
         useful = [
             e
             for e in events
@@ -196,7 +212,15 @@ class PodPath:
         ]
         if not useful:
             return False
-        return any(self._hints.could_help(p, useful, preempting=preempting) for p in probes)
+        pods = self.state.pods
+        pending = tuple(p for p in probes if p in pods and not pods[p].bound)
+        if not pending:
+            # The pods it failed with were placed since: ask the unit's own pods.
+            if unit.startswith(GANG_UNIT):
+                pending = self._probes(self._groups.get(unit[len(GANG_UNIT) :], ()))
+            else:
+                pending = (unit,)
+        return any(self._hints.could_help(p, useful, preempting=preempting) for p in pending)
 
     def _enqueue_pod(self, pod_key: str, *, deferred: bool) -> None:
         """A pod that is pending (again) and ours goes in line, alone or with its gang."""

@@ -38,7 +38,11 @@ from allot.cluster.events import ClusterEvent, ClusterEventKind
 OrderKey = tuple[int, float, int, str]
 ClassKey = bytes | str
 # Whether events of the kinds a class waits for could let it fit (the scheduler's hints).
-Hint = Callable[[tuple[str, ...], list[ClusterEvent], bool, int], bool]
+# Called with the class's first waiting unit and the pods it was parked with (which may have been
+# placed since), the events, whether it may preempt, and its priority.
+Hint = Callable[[str, tuple[str, ...], list[ClusterEvent], bool, int], bool]
+# The nodes whose changes woke a class (None: something not tied to a node, or no event at all).
+WakeNodes = frozenset[int] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,7 @@ class SchedulingQueue:
         self._next_cycle: set[ClassKey] = set()
         self._backoff: list[tuple[float, ClassKey]] = []
         self._attempts: dict[ClassKey, int] = {}
+        self._woken_by: dict[ClassKey, WakeNodes] = {}
 
     # -- membership ------------------------------------------------------------------
 
@@ -123,6 +128,19 @@ class SchedulingQueue:
     def join(self, unit: str, order: OrderKey, klass: ClassKey) -> None:
         """Wait with an unschedulable class without being tried (an equivalent unit just failed)."""
         parked = self._parked[klass]
+        bisect.insort(parked.members, (order, unit))
+        self._class_of[unit] = klass
+
+    def woken_by(self, klass: ClassKey) -> WakeNodes:
+        """The nodes whose changes woke this class this cycle, when only node changes did."""
+        return self._woken_by.get(klass) if klass in self._awake else None
+
+    def back_to_sleep(self, unit: str, order: OrderKey, klass: ClassKey) -> None:
+        """A woken unit that no longer fits the nodes that woke it: its class waits on, unchanged."""
+        parked = self._parked.get(klass)
+        self._awake.discard(klass)
+        if parked is None:
+            return
         bisect.insort(parked.members, (order, unit))
         self._class_of[unit] = klass
 
@@ -165,6 +183,7 @@ class SchedulingQueue:
     def begin_cycle(self, now: float) -> None:
         """Classes due now: woken mid-cycle last time, backoff over, or waiting too long."""
         self._awake.clear()
+        self._woken_by.clear()
         due = sorted(self._next_cycle, key=repr)
         self._next_cycle.clear()
         while self._backoff and self._backoff[0][0] <= now:
@@ -187,13 +206,23 @@ class SchedulingQueue:
             if parked is None or klass in self._awake or not (parked.kinds & kinds):
                 continue
             relevant = [e for e in events if e.kind in parked.kinds]
-            if hint(parked.probes, relevant, parked.preempting, parked.priority):
-                self._wake(klass, position, now)
+            if not parked.members:
+                continue
+            if hint(parked.members[0][1], parked.probes, relevant, parked.preempting, parked.priority):
+                nodes: WakeNodes = None
+                if all(e.local for e in relevant):
+                    nodes = frozenset(e.node for e in relevant if e.node is not None)
+                self._wake(klass, position, now, nodes)
 
-    def _wake(self, klass: ClassKey, position: OrderKey | None, now: float) -> None:
+    def _wake(self, klass: ClassKey, position: OrderKey | None, now: float, nodes: WakeNodes = None) -> None:
         parked = self._parked.get(klass)
         if parked is None:
             return
+        if klass in self._awake:
+            known = self._woken_by.get(klass)
+            self._woken_by[klass] = None if known is None or nodes is None else known | nodes
+        else:
+            self._woken_by[klass] = nodes
         wait = self.config.backoff(parked.attempts)
         if position is None and wait > 0 and now < parked.since + wait:
             heapq.heappush(self._backoff, (parked.since + wait, klass))

@@ -8,8 +8,9 @@ event could help. Here the same, as data:
 * every filter plugin declares `wake_on`, the `ClusterEventKind`s that can
   turn its rejection into a fit (a plugin that declares nothing is woken by
   every event: safe, only slower). The kinds a failed pod waits for are the
-  union over the plugins that rejected it, plus, when it may preempt, pods
-  bound (a new victim) and pods leaving;
+  union over the plugins that rejected it, plus, when it may preempt and
+  some node rejected it for resources or devices, pods bound (a new
+  victim) and pods leaving;
 * the hint for an event on one node re-checks the pod on that node alone
   (`Scheduler.fits_on`), with every lower-priority pod of the node removed
   when the pod may preempt (exactly the test default preemption starts
@@ -31,6 +32,7 @@ from allot.cluster.state import ClusterState
 from allot.scheduling.diagnosis import Diagnosis
 from allot.scheduling.node_statuses import NodeStatuses
 from allot.scheduling.scheduler import Scheduler
+from allot.scheduling.status import Code
 
 # What a preempting pod also waits for: a lower-priority pod bound somewhere is a new victim.
 PREEMPTION_EVENTS = NODE_EVENTS | {ClusterEventKind.POD_BOUND, ClusterEventKind.POD_LEFT}
@@ -46,6 +48,17 @@ def rejecting_plugins(diagnosis: Diagnosis) -> frozenset[str]:
     if isinstance(statuses, NodeStatuses):
         return statuses.plugins()
     return frozenset(status.plugin for status in statuses.values())
+
+
+def _preemption_could_help(diagnosis: Diagnosis) -> bool:
+    """Whether some node rejected the pod for a reason removing pods can fix (resources, devices);
+    labels, taints and pre-filter rejections are no preemption candidates."""
+    if diagnosis.pre_filter is not None:
+        return False
+    statuses = diagnosis.node_statuses
+    if isinstance(statuses, NodeStatuses):
+        return bool(statuses.indices_with(Code.UNSCHEDULABLE))
+    return any(status.code is Code.UNSCHEDULABLE for status in statuses.values())
 
 
 class Hints:
@@ -89,7 +102,7 @@ class Hints:
         kinds: frozenset[ClusterEventKind] = frozenset()
         for plugin in rejecting_plugins(diagnosis):
             kinds |= self._wake_on(name, plugin)
-        if preempting and info.pod.spec.preemption_policy != "Never":
+        if preempting and info.pod.spec.preemption_policy != "Never" and _preemption_could_help(diagnosis):
             kinds |= PREEMPTION_EVENTS
         return kinds
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from msgspec.structs import replace
 
 from allot.cluster.state import ClusterState
-from allot.engine.decisions import Bound, Evicted, Waiting
+from allot.engine.decisions import Bound, Evicted
 from allot.engine.engine import Engine, EnginePolicy
 from allot.model.core import Taint
 from builders import node, pod

@@ -82,11 +82,15 @@ def test_a_lower_priority_pod_taking_the_room_wakes_a_pod_that_may_preempt_it() 
     state.bind("default/low", "n1", {})  # bound behind the engine's back (another scheduler)
     result = engine.cycle()
     assert set(tried) == {"default/high"}
-    assert [d.pod for d in result.evicted] == ["default/low"] and [d.pod for d in result.bound] == ["default/high"]
+    assert [d.pod for d in result.evicted] == ["default/low"] and [d.pod for d in result.bound] == [
+        "default/high"
+    ]
 
 
 def test_a_pod_bound_does_not_wake_pods_that_cannot_preempt_it() -> None:
-    state = ClusterState(nodes=[node("n1", cpu="3")], pods=[pod("first", cpu="2", priority=5, node_name="n1")])
+    state = ClusterState(
+        nodes=[node("n1", cpu="3")], pods=[pod("first", cpu="2", priority=5, node_name="n1")]
+    )
     state.add_pod(pod("waiting", cpu="2", priority=5))
     engine = Engine(state)
     engine.cycle()
@@ -139,8 +143,12 @@ def test_tolerating_pods_wake_on_node_changes_only_when_they_could_fit() -> None
 
 
 def test_backoff_delays_a_woken_pod_and_the_safety_net_wakes_one_without_events() -> None:
-    state = ClusterState(nodes=[node("n1", cpu="2")], pods=[pod("a", cpu="2", node_name="n1"), pod("b", cpu="2")])
-    config = QueueingConfig()  # kube-scheduler's: 1 s backoff doubling to 10 s, 5 minutes at most unschedulable
+    state = ClusterState(
+        nodes=[node("n1", cpu="2")], pods=[pod("a", cpu="2", node_name="n1"), pod("b", cpu="2")]
+    )
+    config = (
+        QueueingConfig()
+    )  # kube-scheduler's: 1 s backoff doubling to 10 s, 5 minutes at most unschedulable
     engine = Engine(state, policy=EnginePolicy(queueing=config))
     engine.cycle(0.0)
     assert engine.next_wakeup() == 300.0

@@ -10,6 +10,8 @@ from allot.engine.engine import Engine, EnginePolicy
 from allot.model.core import Taint
 from builders import node, pod
 
+from .counting import calls, tried_pods
+
 
 def test_higher_priority_goes_first_then_arrival_order() -> None:
     state = ClusterState(
@@ -39,7 +41,7 @@ def test_waiting_pods_are_not_retried_until_something_leaves() -> None:
     engine = Engine(state)
     first = engine.cycle()
     assert [d.pod for d in first.waiting] == ["default/b"]
-    tried = _count_tries(engine)
+    tried = tried_pods(engine)
     # Nothing happened: b is not tried again, and its reason (given once) still stands.
     assert engine.cycle().decisions == () and tried == []
     state.remove_pod("default/a")
@@ -61,38 +63,13 @@ def test_gang_members_bind_together_with_their_workload_key() -> None:
     ]
 
 
-def _count_tries(engine: Engine) -> list[str]:
-    """Pods the engine tries to bind (hints only look: they place, never schedule)."""
-    tried: list[str] = []
-    original = engine.scheduler.schedule
-
-    def counting(pod_key: str, **kwargs: object) -> object:
-        tried.append(pod_key)
-        return original(pod_key, **kwargs)  # type: ignore[arg-type]
-
-    engine.scheduler.schedule = counting  # type: ignore[method-assign]
-    return tried
-
-
-def _count_places(engine: Engine) -> list[str]:
-    placed: list[str] = []
-    original = engine.scheduler.place
-
-    def counting(pod_key: str, **kwargs: object) -> object:
-        placed.append(pod_key)
-        return original(pod_key, **kwargs)  # type: ignore[arg-type]
-
-    engine.scheduler.place = counting  # type: ignore[method-assign]
-    return placed
-
-
 def test_a_pod_like_one_that_just_failed_waits_without_a_search() -> None:
     state = ClusterState(
         nodes=[node("n1", cpu="2")],
         pods=[pod("a", cpu="2", node_name="n1"), pod("b", cpu="2"), pod("c", cpu="2"), pod("small", cpu="1")],
     )
     engine = Engine(state)
-    placed = _count_places(engine)
+    placed = calls(engine, "place")
     result = engine.cycle()
     # b is searched (and preemption tried on it); c asks the same and waits for the same reason.
     assert "default/c" not in placed and "default/b" in placed
@@ -175,7 +152,7 @@ def test_a_gang_like_one_that_just_failed_waits_without_a_search() -> None:
     engine = Engine(state, policy=EnginePolicy(queues=False))
     first = engine.cycle()
     assert {d.pod for d in first.waiting} == {"default/a-0", "default/a-1", "default/b-0", "default/b-1"}
-    tried = _count_tries(engine)
+    tried = tried_pods(engine)
     state.remove_pod("default/y")  # a release, but one node is not enough for a gang of two
     second = engine.cycle()
     assert set(tried) == {"default/a-0", "default/a-1"}  # gang b waits without a search

@@ -16,19 +16,8 @@ from allot.model.core import Taint, Toleration
 from allot.model.loader import load_text
 from builders import node, pod
 
+from .counting import tried_pods
 from .test_engine_kueue import QUEUES, node_yaml, pod_yaml
-
-
-def tried_pods(engine: Engine) -> list[str]:
-    tried: list[str] = []
-    original = engine.scheduler.schedule
-
-    def counting(pod_key: str, **kwargs: object) -> object:
-        tried.append(pod_key)
-        return original(pod_key, **kwargs)  # type: ignore[arg-type]
-
-    engine.scheduler.schedule = counting  # type: ignore[method-assign]
-    return tried
 
 
 def probed_nodes(engine: Engine) -> list[int]:

@@ -24,7 +24,7 @@ from allot.cluster.events import ALL_KINDS, ClusterEvent, ClusterEventKind
 from allot.cluster.state import ClusterState, PodInfo
 from allot.engine.decisions import Bound, Decision, Evicted, Waiting
 from allot.engine.policy import EnginePolicy
-from allot.engine.queueing import ClassKey, OrderKey, SchedulingQueue
+from allot.engine.queueing import ClassKey, OrderKey, SchedulingQueue, WaitingClass
 from allot.model.kueue import Topology
 from allot.scheduling.diagnosis import Diagnosis
 from allot.scheduling.framework import BoolArray
@@ -46,6 +46,8 @@ class Failure:
     pod: str
     diagnosis: Diagnosis | None
     kinds: frozenset[ClusterEventKind] = ALL_KINDS
+    # For a gang: how many of its members fit (None: not known).
+    placed: int | None = None
 
 
 class PodPath:
@@ -158,10 +160,30 @@ class PodPath:
         if not nodes:
             return False
         preempting = self.policy.preemption
-        if any(self._hints.fits_on(p, n, preempting=preempting) for p in probes for n in sorted(nodes)):
+        waiting = self._queue.waiting(klass)
+        if unit.startswith(GANG_UNIT) and waiting is not None and waiting.missing is not None:
+            if self._gang_room(unit, waiting, preempting):
+                return False
+        elif any(self._hints.fits_on(p, n, preempting=preempting) for p in probes for n in sorted(nodes)):
             return False
         self._queue.back_to_sleep(unit, order, klass)
         return True
+
+    def _gang_room(self, unit: str, waiting: WaitingClass, preempting: bool) -> bool:
+        """Whether the nodes changed since a gang's class failed could take the members it lacked.
+
+        Its other members fit, at best, where they fit then (every other node is unchanged), so
+        the gang can fit only if the changed nodes host the missing ones between them. Nodes
+        count from the failure on: room on one node now and on another later add up."""
+        assert waiting.missing is not None
+        missing = waiting.missing
+        members = sorted(self._groups.get(unit[len(GANG_UNIT) :], ()))
+        room = 0
+        for node in sorted(waiting.changed):
+            room += self._hints.members_fitting(members, node, preempting=preempting, limit=missing - room)
+            if room >= missing:
+                return True
+        return False
 
     def _probes(self, members: Iterable[str]) -> tuple[str, ...]:
         """One pending pod per distinct class among `members`: the pods a hint re-checks."""
@@ -198,22 +220,33 @@ class PodPath:
             priority=priority,
             probes=probes,
             now=now,
+            missing=self._missing_members(unit, failure),
         )
 
-    def _hint(
-        self, unit: str, probes: tuple[str, ...], events: list[ClusterEvent], preempting: bool, priority: int
-    ) -> bool:
+    def _missing_members(self, unit: str, failure: Failure) -> int | None:
+        if not unit.startswith(GANG_UNIT) or failure.placed is None:
+            return None
+        group = unit[len(GANG_UNIT) :]
+        pending = [self.state.pods[k] for k in self._groups.get(group, ()) if k in self.state.pods]
+        gang = gangs(pending).get(group)
+        return gang.required - failure.placed if gang is not None else None
+
+    def _hint(self, unit: str, waiting: WaitingClass, events: list[ClusterEvent]) -> bool:
         """Whether these events could let the class of `unit` fit (see `allot.scheduling.hints`)."""
+        preempting = waiting.preempting
         useful = [
             e
             for e in events
             # A pod bound elsewhere helps only a preemptor that outranks it.
-            if e.kind is not ClusterEventKind.POD_BOUND or (preempting and (e.priority or 0) < priority)
+            if e.kind is not ClusterEventKind.POD_BOUND
+            or (preempting and (e.priority or 0) < waiting.priority)
         ]
         if not useful:
             return False
+        if unit.startswith(GANG_UNIT) and waiting.missing is not None and all(e.local for e in useful):
+            return self._gang_room(unit, waiting, preempting)
         pods = self.state.pods
-        pending = tuple(p for p in probes if p in pods and not pods[p].bound)
+        pending = tuple(p for p in waiting.probes if p in pods and not pods[p].bound)
         if not pending:
             # The pods it failed with were placed since: ask the unit's own pods.
             if unit.startswith(GANG_UNIT):
@@ -336,7 +369,7 @@ class PodPath:
         if failed is None:
             # Incomplete: only a new member can change that, and a new member requeues the gang.
             return Failure(result.reason, gang.members[0], None, frozenset({ClusterEventKind.POD_ADDED}))
-        return Failure(result.reason, failed.pod_key, failed.diagnosis)
+        return Failure(result.reason, failed.pod_key, failed.diagnosis, placed=result.placed)
 
     def _park_gang(self, gang: Gang, reason: str, decisions: list[Decision]) -> None:
         for member in gang.members:

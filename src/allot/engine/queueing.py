@@ -38,9 +38,9 @@ from allot.cluster.events import ClusterEvent, ClusterEventKind
 OrderKey = tuple[int, float, int, str]
 ClassKey = bytes | str
 # Whether events of the kinds a class waits for could let it fit (the scheduler's hints).
-# Called with the class's first waiting unit and the pods it was parked with (which may have been
-# placed since), the events, whether it may preempt, and its priority.
-Hint = Callable[[str, tuple[str, ...], list[ClusterEvent], bool, int], bool]
+# Called with the class's first waiting unit and the class (its pods to re-check may have been placed
+# since), and the relevant events; whether they could let it fit.
+Hint = Callable[[str, "WaitingClass", list[ClusterEvent]], bool]
 # The nodes whose changes woke a class (None: something not tied to a node, or no event at all).
 WakeNodes = frozenset[int] | None
 
@@ -67,7 +67,7 @@ class QueueingConfig:
 
 
 @dataclass(slots=True)
-class _Class:
+class WaitingClass:
     """Units of one equivalence class waiting for an event."""
 
     reason: str
@@ -78,7 +78,11 @@ class _Class:
     probes: tuple[str, ...]
     since: float
     attempts: int
+    # Gangs: members that did not fit when the class failed (None: not a gang, or not known).
+    missing: int | None = None
     members: list[tuple[OrderKey, str]] = field(default_factory=list)
+    # Nodes changed by events of its kinds since it failed (room on several nodes adds up).
+    changed: set[int] = field(default_factory=set)
 
 
 class SchedulingQueue:
@@ -88,7 +92,7 @@ class SchedulingQueue:
         self.config = config
         self._active: list[tuple[OrderKey, str]] = []
         self._queued: set[str] = set()
-        self._parked: dict[ClassKey, _Class] = {}
+        self._parked: dict[ClassKey, WaitingClass] = {}
         self._class_of: dict[str, ClassKey] = {}
         # Classes woken this cycle: a member that fits brings in the next one.
         self._awake: set[ClassKey] = set()
@@ -131,6 +135,9 @@ class SchedulingQueue:
         bisect.insort(parked.members, (order, unit))
         self._class_of[unit] = klass
 
+    def waiting(self, klass: ClassKey) -> WaitingClass | None:
+        return self._parked.get(klass)
+
     def woken_by(self, klass: ClassKey) -> WakeNodes:
         """The nodes whose changes woke this class this cycle, when only node changes did."""
         return self._woken_by.get(klass) if klass in self._awake else None
@@ -156,6 +163,7 @@ class SchedulingQueue:
         priority: int,
         probes: tuple[str, ...],
         now: float,
+        missing: int | None = None,
     ) -> None:
         """A unit failed: it and its class wait for an event of `kinds`."""
         self._awake.discard(klass)
@@ -163,10 +171,14 @@ class SchedulingQueue:
         self._attempts[klass] = attempts
         parked = self._parked.get(klass)
         if parked is None:
-            parked = self._parked[klass] = _Class(reason, kinds, preempting, priority, probes, now, attempts)
+            parked = self._parked[klass] = WaitingClass(
+                reason, kinds, preempting, priority, probes, now, attempts
+            )
         else:
             parked.reason, parked.kinds, parked.preempting = reason, kinds, preempting
             parked.probes, parked.since, parked.attempts = probes, now, attempts
+        parked.missing = missing
+        parked.changed = set()
         bisect.insort(parked.members, (order, unit))
         self._class_of[unit] = klass
 
@@ -203,12 +215,13 @@ class SchedulingQueue:
         kinds = {e.kind for e in events}
         for klass in list(self._parked):
             parked = self._parked.get(klass)
-            if parked is None or klass in self._awake or not (parked.kinds & kinds):
+            if parked is None or not (parked.kinds & kinds):
                 continue
             relevant = [e for e in events if e.kind in parked.kinds]
-            if not parked.members:
+            parked.changed.update(e.node for e in relevant if e.local and e.node is not None)
+            if klass in self._awake or not parked.members:
                 continue
-            if hint(parked.members[0][1], parked.probes, relevant, parked.preempting, parked.priority):
+            if hint(parked.members[0][1], parked, relevant):
                 nodes: WakeNodes = None
                 if all(e.local for e in relevant):
                     nodes = frozenset(e.node for e in relevant if e.node is not None)

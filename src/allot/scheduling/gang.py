@@ -99,6 +99,8 @@ class GangUnschedulable:
     gang: str
     reason: str
     failed: Unschedulable | None = None
+    # How many members fit (bound before or placed in the attempt); None when not known.
+    placed: int | None = None
 
 
 def place_gang(
@@ -130,4 +132,4 @@ def place_gang(
             return GangPlacement(gang.key, tuple(placements))
     assert failure is not None
     reason = f"pod group {gang.key}: {len(placements) + already}/{gang.required} pods fit; {failure.pod_key}: {failure.message}"
-    return GangUnschedulable(gang.key, reason, failure)
+    return GangUnschedulable(gang.key, reason, failure, len(placements) + already)

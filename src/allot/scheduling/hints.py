@@ -115,6 +115,27 @@ class Hints:
             nodes.add(event.node)
         return any(self.fits_on(pod_key, node, preempting=preempting) for node in sorted(nodes))
 
+    def members_fitting(self, pod_keys: list[str], index: int, *, preempting: bool, limit: int) -> int:
+        """How many of these pending pods node `index` could host together (at most `limit`), once its
+        pods of lower priority than all of them are gone if they may preempt; changes nothing."""
+        state = self.state
+        pending = [k for k in pod_keys if k in state.pods and not state.pods[k].bound]
+        if not pending or index >= state.nodes.size:
+            return 0
+        lowest = min(state.pods[k].priority for k in pending)
+        count = 0
+        with state.journal.transaction():
+            if preempting:
+                for other in state.pods_on(index):
+                    if other.priority < lowest:
+                        state.unbind(other.key)
+            for key in pending:
+                if count >= limit:
+                    break
+                if self.scheduler.bind_on(key, index):
+                    count += 1
+        return count
+
     def fits_on(self, pod_key: str, index: int, *, preempting: bool) -> bool:
         """Whether the pending pod fits node `index`, once its lower-priority pods are gone if it may preempt."""
         state = self.state

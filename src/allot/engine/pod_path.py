@@ -174,16 +174,18 @@ class PodPath:
 
         Its other members fit, at best, where they fit then (every other node is unchanged), so
         the gang can fit only if the changed nodes host the missing ones between them. Nodes
-        count from the failure on: room on one node now and on another later add up."""
+        count from the failure on: room on one node now and on another later add up. A node's
+        room is counted again only when it changes (counted high, never low: binds elsewhere
+        only take room)."""
         assert waiting.missing is not None
         missing = waiting.missing
         members = sorted(self._groups.get(unit[len(GANG_UNIT) :], ()))
-        room = 0
         for node in sorted(waiting.changed):
-            room += self._hints.members_fitting(members, node, preempting=preempting, limit=missing - room)
-            if room >= missing:
-                return True
-        return False
+            waiting.room[node] = self._hints.members_fitting(
+                members, node, preempting=preempting, limit=missing
+            )
+        waiting.changed.clear()
+        return sum(waiting.room.values()) >= missing
 
     def _probes(self, members: Iterable[str]) -> tuple[str, ...]:
         """One pending pod per distinct class among `members`: the pods a hint re-checks."""

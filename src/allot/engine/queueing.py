@@ -81,8 +81,10 @@ class WaitingClass:
     # Gangs: members that did not fit when the class failed (None: not a gang, or not known).
     missing: int | None = None
     members: list[tuple[OrderKey, str]] = field(default_factory=list)
-    # Nodes changed by events of its kinds since it failed (room on several nodes adds up).
+    # Gangs: nodes changed by events of its kinds whose room is not counted yet, and the room
+    # (members each could host) counted on nodes changed since the class failed.
     changed: set[int] = field(default_factory=set)
+    room: dict[int, int] = field(default_factory=dict)
 
 
 class SchedulingQueue:
@@ -179,6 +181,7 @@ class SchedulingQueue:
             parked.probes, parked.since, parked.attempts = probes, now, attempts
         parked.missing = missing
         parked.changed = set()
+        parked.room = {}
         bisect.insort(parked.members, (order, unit))
         self._class_of[unit] = klass
 
@@ -218,7 +221,8 @@ class SchedulingQueue:
             if parked is None or not (parked.kinds & kinds):
                 continue
             relevant = [e for e in events if e.kind in parked.kinds]
-            parked.changed.update(e.node for e in relevant if e.local and e.node is not None)
+            if parked.missing is not None:
+                parked.changed.update(e.node for e in relevant if e.local and e.node is not None)
             if klass in self._awake or not parked.members:
                 continue
             if hint(parked.members[0][1], parked, relevant):

@@ -374,11 +374,17 @@ class ControlPlane:
             except ValueError:
                 return error.code, raw.decode(errors="replace")
 
-    def service_account_kubeconfig(self, namespace: str, name: str, *, duration: str = "2h") -> Path:
+    def service_account_kubeconfig(
+        self, namespace: str, name: str, *, duration: str = "2h", bound_pod: str | None = None
+    ) -> Path:
         """A kubeconfig that authenticates as a service account (bearer token from the TokenRequest API).
-        The namespace and the ServiceAccount must exist."""
-        token = self.kubectl("create", "token", name, "-n", namespace, f"--duration={duration}").strip()
-        path = self.workdir / f"sa-{namespace}-{name}.kubeconfig"
+        The namespace and the ServiceAccount must exist. With `bound_pod` (a pod in `namespace`) the
+        token is bound to that pod, and carries its node's name as a kubelet-issued token would."""
+        bound = ["--bound-object-kind=Pod", f"--bound-object-name={bound_pod}"] if bound_pod else []
+        token = self.kubectl(
+            "create", "token", name, "-n", namespace, f"--duration={duration}", *bound
+        ).strip()
+        path = self.workdir / f"sa-{namespace}-{name}{'-' + bound_pod if bound_pod else ''}.kubeconfig"
         self._write_kubeconfig(path, user={"token": token})
         return path
 

@@ -7,7 +7,7 @@ from msgspec.structs import replace
 from allot.cluster.state import ClusterState
 from allot.engine.decisions import Bound, Evicted
 from allot.engine.engine import Engine, EnginePolicy
-from allot.model.core import Taint
+from allot.model.core import PodSchedulingGate, Taint
 from builders import node, pod
 
 from .counting import calls, tried_pods
@@ -174,3 +174,18 @@ def test_equal_priority_pods_go_in_creation_order_not_manifest_order() -> None:
     )
     result = Engine(state, policy=EnginePolicy(preemption=False)).cycle()
     assert [d.pod for d in result.bound] == ["default/b-older"]
+
+
+def test_a_pod_with_scheduling_gates_waits_until_they_are_removed() -> None:
+    gated = pod("gated", cpu="1")
+    gated = replace(
+        gated, spec=replace(gated.spec, scheduling_gates=(PodSchedulingGate(name="example.com/wait"),))
+    )
+    state = ClusterState(nodes=[node("n1", cpu="4")], pods=[gated])
+    engine = Engine(state)
+    result = engine.cycle()
+    assert not result.bound
+    [waiting] = result.waiting
+    assert "SchedulingGated" in waiting.reason and "example.com/wait" in waiting.reason
+    state.update_pod(replace(gated, spec=replace(gated.spec, scheduling_gates=())))
+    assert [b.node for b in engine.cycle().bound] == ["n1"]

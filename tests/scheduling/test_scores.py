@@ -71,12 +71,6 @@ def test_preferred_node_affinity_weights() -> None:
     assert chosen(ClusterState(nodes=nodes, pods=[p]), "p", only("NodeAffinity")) == "b"
 
 
-def test_ties_break_by_node_name_and_are_deterministic() -> None:
-    nodes = [node(f"n{i}") for i in (3, 1, 2)]
-    results = {chosen(ClusterState(nodes=nodes, pods=[pod("p")]), "p") for _ in range(3)}
-    assert results == {"n1"}
-
-
 def test_percentage_of_nodes_to_score_follows_kube_scheduler() -> None:
     profile = Profile()
     assert profile.feasible_nodes_to_find(50) == 50

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
 from allot.cluster import hami
 from allot.cluster.state import ClusterState
+from allot.model.codec import dump_yaml
+from allot.model.core import Pod
+from allot.model.loader import Manifests, load_text
 from allot.model.presets import gpu_sharing as gs
+from allot.plan.planner import plan
 from allot.scheduling.scheduler import Placement
 from builders import node, pod
 from sharing.helpers import devices_of, hami_cluster, hami_pod, hami_slice, scheduler
@@ -107,3 +113,81 @@ def test_two_gpus_are_two_physical_gpus() -> None:
     assert not isinstance(
         scheduler(one).schedule(one.add_pod(hami_pod("p", cores=10, gpus=2)).key), Placement
     )
+
+
+KUEUE = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, nvidia.com/gpu, cores]
+    flavors:
+    - name: default
+      resources:
+      - {name: cpu, nominalQuota: "64"}
+      - {name: nvidia.com/gpu, nominalQuota: "2"}
+      - {name: cores, nominalQuota: "50"}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: q, namespace: default}
+spec: {clusterQueue: team}
+"""
+# GPUs of HAMi's class count as nvidia.com/gpu, their `cores` capacity as cores.
+MAPPINGS = """
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+resources:
+  deviceClassMappings:
+  - {name: nvidia.com/gpu, deviceClassNames: [hami-core-gpu.project-hami.io]}
+  - {name: cores, deviceClassNames: [hami-core-gpu.project-hami.io]}
+"""
+
+
+def queued_hami_cluster(*pods: object, configuration: str = "") -> Manifests:
+    """One node with two HAMi GPUs, the queues above, and pods that ask HAMi-style in their limits."""
+    limited = []
+    for p in pods:
+        assert isinstance(p, Pod)
+        (container,) = p.spec.containers
+        resources = replace(container.resources, limits=dict(container.resources.requests))
+        limited.append(
+            replace(p, spec=replace(p.spec, containers=(replace(container, resources=resources),)))
+        )
+    objects = [node("n1", cpu="64", memory="256Gi"), hami_slice("n1", 2), gs.hami_device_class(), *limited]
+    return load_text("\n---\n".join([dump_yaml(objects), KUEUE, configuration]))  # type: ignore[arg-type]
+
+
+QUEUED = {"kueue.x-k8s.io/queue-name": "q"}
+
+
+def test_hami_requests_under_kueue_are_charged_and_placed() -> None:
+    # The claim HAMi's webhook creates exists only in the cluster, not in the manifests.
+    manifests = queued_hami_cluster(
+        hami_pod("a", cores=30, memory_mib=4000, labels=QUEUED),
+        hami_pod("b", cores=30, memory_mib=4000, labels=QUEUED),
+        configuration=MAPPINGS,
+    )
+    result = plan(manifests)
+    # Quota holds 50 cores: the first pod is admitted and placed, the second waits on quota.
+    assert [b.pod for b in result.bound] == ["default/a"]
+    assert result.engine.admission is not None
+    usage = {
+        r.name: r.total for r in result.engine.admission.status().cluster_queue("team").flavors[0].resources
+    }
+    assert usage["nvidia.com/gpu"] == 1 and usage["cores"] == 30
+    assert "cores" in result.waiting["default/b"]
+
+
+def test_hami_requests_under_kueue_without_a_mapping_wait_with_the_reason() -> None:
+    manifests = queued_hami_cluster(hami_pod("a", cores=30, memory_mib=4000, labels=QUEUED))
+    result = plan(manifests)
+    assert not result.bound
+    assert "deviceClassMappings" in result.waiting["default/a"]
+    assert "hami-core-gpu.project-hami.io" in result.waiting["default/a"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,8 +13,9 @@ from allot.cluster.state import ClusterState
 from allot.engine.engine import Engine, EnginePolicy
 from allot.model.base import ObjectMeta
 from allot.model.core import Namespace
-from allot.scheduling.profile import DEFAULT_FILTERS, Profile
-from allot.scheduling.scheduler import Placement
+from allot.scheduling.profile import DEFAULT_FILTERS, Profile, profiles_from_config
+from allot.scheduling.registry import known_plugins
+from allot.scheduling.scheduler import Placement, Scheduler
 from allot.scheduling.sharing.domains import parse_trust_domain
 from sharing.helpers import devices_of, hami_cluster, hami_pod, scheduler, sharing_profile
 
@@ -109,7 +111,8 @@ def test_any_shares_across_namespaces() -> None:
 def test_isolation_holds_next_to_plain_dynamic_resources() -> None:
     # DynamicResources does not read the exclusion; GpuIsolation's reserve check still refuses
     # an allocation on another domain's GPU (the pod then waits rather than sharing).
-    profile = Profile(filters=(*DEFAULT_FILTERS, "GpuIsolation"), percentage_of_nodes_to_score=100)
+    profile = Profile(percentage_of_nodes_to_score=100)
+    assert DEFAULT_FILTERS[-2:] == ("DynamicResources", "GpuIsolation")
     state = hami_cluster({"n1": 2})
     sched = scheduler(state, profile)
     sched.schedule(state.add_pod(hami_pod("a1", cores=30, memory_mib=1000, namespace="a")).key)
@@ -208,3 +211,52 @@ def test_engine_tells_apart_pods_that_differ_only_in_trust_domain() -> None:
     result = engine.cycle()
     assert [d.pod for d in result.bound] == ["default/red"]
     assert [d.pod for d in result.waiting] == ["default/blue"]
+
+
+def default_scheduler(state: ClusterState, config: str | None = None) -> Scheduler:
+    """kube-scheduler's default profile (DynamicResources, no GpuPlacement), or one read from YAML."""
+    if config is None:
+        return Scheduler(state)
+    return Scheduler(state, profiles_from_config(yaml.safe_load(config), known_plugins=known_plugins()))
+
+
+def test_the_default_profile_keeps_namespaces_apart_on_shared_gpus() -> None:
+    # Secure by default: a fractional GPU has no memory isolation, so it holds one namespace.
+    state = hami_cluster({"n1": 1})
+    sched = default_scheduler(state)
+    assert devices_of(
+        sched.schedule(state.add_pod(hami_pod("a1", cores=30, memory_mib=1000, namespace="a")).key)
+    )
+    blocked = sched.schedule(state.add_pod(hami_pod("b1", cores=30, memory_mib=1000, namespace="b")).key)
+    assert not isinstance(blocked, Placement)
+    assert "trust domain" in blocked.message
+    assert devices_of(
+        sched.schedule(state.add_pod(hami_pod("a2", cores=30, memory_mib=1000, namespace="a")).key)
+    )
+
+
+OPT_OUTS = {
+    "disabled": """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- plugins: {multiPoint: {disabled: [{name: GpuIsolation}]}}
+""",
+    "any": """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- pluginConfig: [{name: GpuIsolation, args: {trustDomain: any}}]
+""",
+}
+
+
+@pytest.mark.parametrize("config", sorted(OPT_OUTS))
+def test_a_cluster_opts_out_through_its_profile(config: str) -> None:
+    state = hami_cluster({"n1": 1})
+    sched = default_scheduler(state, OPT_OUTS[config])
+    for namespace in "ab":
+        outcome = sched.schedule(
+            state.add_pod(hami_pod(f"p-{namespace}", cores=30, memory_mib=1000, namespace=namespace)).key
+        )
+        assert devices_of(outcome) == [("n1", "hami-gpu-0")]

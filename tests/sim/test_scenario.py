@@ -32,6 +32,7 @@ def test_durations_and_rates() -> None:
     assert parse_duration(90) == 90
     assert parse_duration("2d") == 172800
     assert parse_duration("soon") is None
+    assert parse_duration("1e99999") is None  # infinity is no duration
     assert parse_rate("12/h") == pytest.approx(12 / 3600)
     assert parse_rate("3/s") == 3
     assert parse_rate("fast") is None

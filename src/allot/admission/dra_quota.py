@@ -74,13 +74,15 @@ def _charge_spec(spec: ResourceClaimSpec, owner: str, mapped: Mapper, into: dict
 def claim_charges(
     pod: Pod,
     *,
-    claims: Mapping[tuple[str, str], ResourceClaim],
+    claims: Mapping[str, ResourceClaim],
     templates: Mapping[tuple[str, str], ResourceClaimTemplate],
     mapped: Mapper,
     shared_seen: set[tuple[str, str]],
 ) -> dict[str, int]:
     """Quota a pod's claims charge, per resource name; raises DraQuotaError.
 
+    `claims` are keyed `namespace/name`; a cluster's own table can be
+    passed, so claims created when the pod entered it (HAMi's) are found.
     `shared_seen` collects named (shared) claims across the pods of one
     workload so each is charged once.
     """
@@ -100,7 +102,7 @@ def claim_charges(
             key = (namespace, entry.resource_claim_name)
             if key in shared_seen:
                 continue
-            claim = claims.get(key)
+            claim = claims.get(f"{namespace}/{entry.resource_claim_name}")
             if claim is None:
                 raise DraQuotaError(
                     f"ResourceClaim {namespace}/{entry.resource_claim_name} "

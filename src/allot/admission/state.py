@@ -54,13 +54,15 @@ from allot.admission.preemption import preemption_targets as _targets
 from allot.admission.queues import PendingQueue
 from allot.admission.quota import QueuePolicy, build_quota
 from allot.admission.resources import FlavorResource, Usage, format_amount
-from allot.admission.running import restore_running
+from allot.admission.running import restore_running, restore_running_pods
 from allot.admission.status import AdmissionStatus, admission_status
 from allot.admission.targets import Preemptor, Target, World
 from allot.admission.tree import Node, available
 from allot.admission.workload import Workload, WorkloadBuilder
 from allot.cluster.journal import Journal
+from allot.cluster.state import ClusterState
 from allot.model.core import Namespace, Pod
+from allot.model.core import Node as KubeNode
 from allot.model.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, WorkloadPriorityClass
 from allot.model.kueue_config import Configuration
 from allot.model.loader import Manifests
@@ -151,8 +153,15 @@ class AdmissionState:
         config: AdmissionConfig | None = None,
         journal: Journal | None = None,
         start_time: float = 0.0,
+        claims: Mapping[str, ResourceClaim] | None = None,
     ) -> AdmissionState:
-        """A state for the Kueue objects in `manifests` (the first Configuration, if any, sets `config`)."""
+        """A state for the Kueue objects in `manifests` (the first Configuration, if any, sets `config`).
+
+        Workloads whose pods already run are admitted at `start_time`, even past
+        their quota (`allot.admission.running`). `claims` (keyed `namespace/name`)
+        replaces the manifests' ResourceClaims as the table workloads are charged
+        from; it is read live.
+        """
         if config is None:
             configurations = manifests.of_kind(Configuration)
             config = AdmissionConfig.from_configuration(configurations[0] if configurations else None)
@@ -169,12 +178,29 @@ class AdmissionState:
         state.builder = WorkloadBuilder(
             workload_priority_classes=manifests.of_kind(WorkloadPriorityClass),
             priority_classes=manifests.of_kind(PriorityClass),
-            claims=manifests.of_kind(ResourceClaim),
+            claims=claims if claims is not None else manifests.of_kind(ResourceClaim),
             claim_templates=manifests.of_kind(ResourceClaimTemplate),
             device_class_mappings=config.mapped_resources,
             default_time=start_time,
         )
+        labels = {node.name: dict(node.metadata.labels) for node in manifests.of_kind(KubeNode)}
+        restore_running_pods(state, manifests.of_kind(Pod), labels, start_time)
         return state
+
+    @classmethod
+    def from_cluster(
+        cls,
+        manifests: Manifests,
+        cluster: ClusterState,
+        *,
+        config: AdmissionConfig | None = None,
+        start_time: float = 0.0,
+    ) -> AdmissionState:
+        """The admission state an engine over `cluster` needs: its journal, its live claims, and
+        the workloads that already run in it (see `from_manifests`)."""
+        return cls.from_manifests(
+            manifests, config=config, journal=cluster.journal, start_time=start_time, claims=cluster.claims
+        )
 
     def workloads_from_pods(self, pods: Iterable[Pod]) -> list[Workload]:
         """Workloads for the queued pods among `pods` (see `allot.admission.workload`)."""
@@ -422,7 +448,14 @@ class AdmissionState:
                 )
         self._record_admission(entry, assignment.usage, now)
 
-    def _record_admission(self, entry: QueueEntry, usage: Mapping[FlavorResource, int], now: float) -> None:
+    def _record_admission(
+        self,
+        entry: QueueEntry,
+        usage: Mapping[FlavorResource, int],
+        now: float,
+        *,
+        admitted_at: float | None = None,
+    ) -> None:
         """Charge quota and move the workload from its queue to the admitted set (journaled)."""
         cq = entry.cluster_queue
         assert cq is not None
@@ -436,7 +469,7 @@ class AdmissionState:
             local_queue=entry.local_queue,
             priority=entry.workload.priority,
             order_time=entry.order_time,
-            admitted_at=now,
+            admitted_at=now if admitted_at is None else admitted_at,
             usage=frozen,
         )
         self._put(self.admitted[cq], key, record)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from types import MappingProxyType
 
 from allot.admission.dra_quota import DraQuotaError, claim_charges
@@ -41,6 +40,7 @@ from allot.model.kueue import (
 )
 from allot.model.resource import ResourceClaim, ResourceClaimTemplate
 from allot.model.scheduling import PriorityClass
+from allot.model.timestamps import parse_timestamp
 
 _EMPTY: Mapping[str, int] = MappingProxyType({})
 
@@ -123,16 +123,6 @@ def equivalence_shape(workload: Workload) -> tuple[object, ...]:
     )
 
 
-def parse_timestamp(text: str | None) -> float | None:
-    """RFC 3339 (`2026-01-02T03:04:05Z`) as seconds since the epoch; None if absent or malformed."""
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def is_queued(pod: Pod) -> bool:
     """Whether Kueue manages this pod (it names a LocalQueue)."""
     return bool(pod.metadata.labels.get(QUEUE_NAME_LABEL))
@@ -166,7 +156,7 @@ class WorkloadBuilder:
         *,
         workload_priority_classes: Iterable[WorkloadPriorityClass] = (),
         priority_classes: Iterable[PriorityClass] = (),
-        claims: Iterable[ResourceClaim] = (),
+        claims: Iterable[ResourceClaim] | Mapping[str, ResourceClaim] = (),
         claim_templates: Iterable[ResourceClaimTemplate] = (),
         device_class_mappings: Callable[[str], tuple[str, ...]] | None = None,
         default_time: float = 0.0,
@@ -176,7 +166,10 @@ class WorkloadBuilder:
         self._pcs = {p.name: p for p in classes}
         defaults = sorted((p for p in classes if p.global_default), key=lambda p: (-p.value, p.name))
         self._default_pc = defaults[0] if defaults else None
-        self._claims = {(c.namespace, c.name): c for c in claims}
+        # A mapping (a cluster's claims by key) is read live: claims its pod mutators create count.
+        self._claims: Mapping[str, ResourceClaim] = (
+            claims if isinstance(claims, Mapping) else {c.key: c for c in claims}
+        )
         self._templates = {(t.namespace, t.name): t for t in claim_templates}
         self._mapped = device_class_mappings or (lambda _cls: ())
         self._default_time = default_time

@@ -16,7 +16,6 @@ every error on stderr, exit 1.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,23 +25,22 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from allot.admission import AdmissionError, AdmissionState
+from allot.admission import AdmissionState
 from allot.admission.resources import format_amount
+from allot.admission.running import TERMINAL_PHASES
 from allot.admission.status import (
     AdmissionStatus,
     ResourceUsage,
     cluster_queue_record,
     local_queue_record,
 )
-from allot.admission.workload import Workload, workload_key_of
 from allot.cli.loading import load_or_exit
 from allot.model.codec import to_data
-from allot.model.core import Node, Pod
+from allot.model.core import Pod
 from allot.model.kueue import KUEUE_GROUP
 from allot.model.loader import Manifests
 
 EXIT_BAD_INPUT = 1
-_TERMINAL = ("Succeeded", "Failed")
 
 
 def _load(paths: Sequence[str]) -> Manifests:
@@ -52,32 +50,11 @@ def _load(paths: Sequence[str]) -> Manifests:
 def build_state(manifests: Manifests) -> AdmissionState:
     """The admission state of a cluster dump: running queued pods admitted, the rest pending."""
     state = AdmissionState.from_manifests(manifests)
-    pods = [p for p in manifests.of_kind(Pod) if p.status.phase not in _TERMINAL]
-    nodes = {n.name: n for n in manifests.of_kind(Node)}
-    running: dict[str, Pod] = {}
-    for pod in pods:
-        key = workload_key_of(pod)
-        if key is not None and (pod.spec.node_name or pod.status.phase == "Running"):
-            running.setdefault(key, pod)
+    pods = [p for p in manifests.of_kind(Pod) if p.status.phase not in TERMINAL_PHASES]
     for workload in state.workloads_from_pods(pods):
-        bound = running.get(workload.key)
-        if bound is None:
-            state.submit(workload, workload.created)
-            continue
-        node = nodes.get(bound.spec.node_name)
-        labels = dict(node.metadata.labels) if node is not None else None
-        try:
-            state.restore(_complete(workload), workload.created, node_labels=labels)
-        except AdmissionError:
+        if workload.key not in state.entries:
             state.submit(workload, workload.created)
     return state
-
-
-def _complete(workload: Workload) -> Workload:
-    """A running group is admitted as a whole, even if the dump misses some of its pods."""
-    if workload.incomplete is None:
-        return workload
-    return dataclasses.replace(workload, incomplete=None)
 
 
 def _objects(status: AdmissionStatus) -> list[dict[str, Any]]:

@@ -26,6 +26,8 @@ class ClusterEventKind(enum.Enum):
     NODE_CHANGED = "NodeChanged"
     NODE_REMOVED = "NodeRemoved"
     POD_ADDED = "PodAdded"
+    # A pod's record changed (labels, gates, claims, priority): it is tried again as it is now.
+    POD_UPDATED = "PodUpdated"
     POD_BOUND = "PodBound"
     # A pod left its node: it completed, was deleted, preempted or evicted.
     POD_LEFT = "PodLeft"

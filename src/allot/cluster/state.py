@@ -43,6 +43,8 @@ from allot.model.scheduling import PodDisruptionBudget, PriorityClass
 
 # Pods in these phases hold no resources.
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+# A template entry whose claim the resourceclaim controller has not created yet (live clusters).
+WAITING_FOR_CLAIM = "waiting for the resourceclaim of entry {entry!r} to be created"
 
 
 # Mutating admission for pods entering the state: returns the pod to keep and the
@@ -110,6 +112,7 @@ class ClusterState:
         namespaces: Iterable[Namespace] = (),
         features: Features | None = None,
         pod_mutators: Iterable[PodMutator] | None = None,
+        generate_claims: bool = True,
     ) -> None:
         self.journal = Journal()
         self.features = features if features is not None else Features.all()
@@ -119,7 +122,12 @@ class ClusterState:
         self.priority_classes: dict[str, PriorityClass] = {c.name: c for c in priority_classes}
         self.disruption_budgets: list[PodDisruptionBudget] = sorted(disruption_budgets, key=lambda b: b.key)
         self.namespaces: dict[str, Namespace] = {n.name: n for n in namespaces}
-        self.slices = SliceIndex(list(slices), list(taint_rules))
+        self._slice_objects = list(slices)
+        self._taint_rules = list(taint_rules)
+        self.slices = SliceIndex(self._slice_objects, self._taint_rules)
+        # True: claims of template entries are made here, as the resourceclaim controller would
+        # (simulator, planner). False: they come from the API with the pod's status (live).
+        self.generate_claims = generate_claims
         self.claims: dict[str, ResourceClaim] = {c.key: c for c in claims}
         self.allocated = AllocatedState.from_claims(self.claims.values())
         # Called with (allocation, +1 or -1) whenever device use changes, including on rollback.
@@ -224,32 +232,7 @@ class ClusterState:
                 pod, created = mutate(self, pod)
                 for claim in created:
                     self._put_claim(claim)
-        entries: list[tuple[str, str]] = []
-        missing: list[str] = []
-        statuses = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
-        for entry in pod.spec.resource_claims:
-            if entry.resource_claim_name:
-                claim_key = f"{pod.namespace}/{entry.resource_claim_name}"
-                if claim_key not in self.claims:
-                    missing.append(f"resourceclaim {claim_key!r} not found")
-                entries.append((entry.name, claim_key))
-            elif entry.resource_claim_template_name:
-                existing = statuses.get(entry.name)
-                if existing:
-                    claim_key = f"{pod.namespace}/{existing}"
-                    if claim_key in self.claims:
-                        entries.append((entry.name, claim_key))
-                        continue
-                template = self.templates.get(f"{pod.namespace}/{entry.resource_claim_template_name}")
-                if template is None:
-                    missing.append(
-                        f"resourceclaimtemplate {pod.namespace}/{entry.resource_claim_template_name!r} not found"
-                    )
-                    entries.append((entry.name, ""))
-                    continue
-                claim = claimlib.claim_from_template(pod, entry.name, template)
-                self._put_claim(claim)
-                entries.append((entry.name, claim.key))
+        entries, missing = self._claim_entries(pod)
         self._sequence += 1
         info = PodInfo(
             key=key,
@@ -269,6 +252,42 @@ class ClusterState:
             if index is not None:
                 self._occupy(info, index)
         return info
+
+    def _claim_entries(self, pod: Pod) -> tuple[list[tuple[str, str]], list[str]]:
+        """(entry name, claim key) per spec.resourceClaims entry, and what is missing."""
+        entries: list[tuple[str, str]] = []
+        missing: list[str] = []
+        statuses = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+        for entry in pod.spec.resource_claims:
+            if entry.resource_claim_name:
+                claim_key = f"{pod.namespace}/{entry.resource_claim_name}"
+                if claim_key not in self.claims:
+                    missing.append(f"resourceclaim {claim_key!r} not found")
+                entries.append((entry.name, claim_key))
+            elif entry.resource_claim_template_name:
+                existing = statuses.get(entry.name)
+                if existing:
+                    claim_key = f"{pod.namespace}/{existing}"
+                    if claim_key in self.claims or not self.generate_claims:
+                        if claim_key not in self.claims:
+                            missing.append(f"resourceclaim {claim_key!r} not found")
+                        entries.append((entry.name, claim_key))
+                        continue
+                if not self.generate_claims:
+                    missing.append(WAITING_FOR_CLAIM.format(entry=entry.name))
+                    entries.append((entry.name, ""))
+                    continue
+                template = self.templates.get(f"{pod.namespace}/{entry.resource_claim_template_name}")
+                if template is None:
+                    missing.append(
+                        f"resourceclaimtemplate {pod.namespace}/{entry.resource_claim_template_name!r} not found"
+                    )
+                    entries.append((entry.name, ""))
+                    continue
+                claim = claimlib.claim_from_template(pod, entry.name, template)
+                self._put_claim(claim)
+                entries.append((entry.name, claim.key))
+        return entries, missing
 
     def _put_claim(self, claim: ResourceClaim) -> None:
         key = claim.key
@@ -389,6 +408,17 @@ class ClusterState:
             self._put_claim(claimlib.with_reservation(claim, info.pod))
         self._occupy(info, index)
 
+    def release_claim(self, claim_key: str, pod_key: str) -> None:
+        """Take a pending pod's reservation off a claim and deallocate it when nobody else reserves it."""
+        info = self.pods[pod_key]
+        if info.node is not None:
+            raise StateError(f"pod {pod_key} is bound; its claims are in use")
+        claim = claimlib.without_reservation(self.claims[claim_key], info.pod)
+        self._put_claim(claim)
+        if not claim.status.reserved_for:
+            self.deallocate_claim(claim_key)
+            self._emit(ClusterEvent(ClusterEventKind.CLAIM_CHANGED, pod=pod_key))
+
     def _count_release(self) -> None:
         # Journaled: a rolled-back release (a preemption that was only tried) must not wake parked pods.
         self.releases += 1
@@ -465,3 +495,157 @@ class ClusterState:
         if ready:
             self._count_release()
         self._emit(ClusterEvent(ClusterEventKind.NODE_CHANGED, index))
+
+    # -- what the API says (live clusters) ---------------------------------------------------
+    #
+    # A live driver mirrors the API server into the state with the operations below. They are
+    # not what-ifs: they refuse to run inside a transaction, so an undo journal never holds them.
+
+    def _outside_transaction(self, what: str) -> None:
+        if self.journal.recording:
+            raise StateError(f"{what} is a change from the API, not a what-if: not inside a transaction")
+
+    def replace_nodes(self, nodes: Iterable[Node]) -> None:
+        """The cluster's nodes changed (added, removed, relabelled, tainted, resized, readiness).
+
+        The node table is rebuilt in name order and bound pods are placed again by node name, so
+        every cache keyed by the old table is dropped with it. Pods bound to a node that is no
+        longer given must have been removed first.
+        """
+        self._outside_transaction("replace_nodes")
+        old = self.nodes
+        table = NodeTable(nodes, self.journal)
+        for info in self.pods.values():
+            if info.node is None:
+                continue
+            name = old.infos[info.node].name
+            index = table.index.get(name)
+            if index is None:
+                raise StateError(f"pod {info.key} is bound to node {name}, which is no longer given")
+            table.add_usage(index, self.node_usage(info), info.nonzero, +1)
+            table.infos[index].pods.add(info.key)
+            info.node = index
+        self.nodes = table
+        # Caches built over node positions (device indexes, sharing tables) key on the slice index.
+        self.slices = SliceIndex(self._slice_objects, self._taint_rules)
+        self.releases += 1
+        # Node positions changed: an event for the whole cluster.
+        self._emit(ClusterEvent(ClusterEventKind.NODE_CHANGED))
+
+    def replace_devices(
+        self,
+        *,
+        slices: Iterable[ResourceSlice] | None = None,
+        taint_rules: Iterable[DeviceTaintRule] | None = None,
+        classes: Iterable[DeviceClass] | None = None,
+    ) -> None:
+        """ResourceSlices, DeviceTaintRules or DeviceClasses changed: what devices exist and match."""
+        self._outside_transaction("replace_devices")
+        if slices is not None:
+            self._slice_objects = list(slices)
+        if taint_rules is not None:
+            self._taint_rules = list(taint_rules)
+        if classes is not None:
+            self.classes = {c.name: c for c in classes}
+        self.slices = SliceIndex(self._slice_objects, self._taint_rules)
+        self.releases += 1
+        self._global_pools = {
+            (s.spec.driver, s.spec.pool.name) for s in self._slice_objects if not s.spec.node_name
+        }
+        self._emit(ClusterEvent(ClusterEventKind.SLICE_CHANGED))
+        if classes is not None:
+            self._emit(ClusterEvent(ClusterEventKind.CLASS_CHANGED))
+
+    def apply_claim(self, claim: ResourceClaim) -> None:
+        """A claim as the API server holds it now (created, allocated, reserved, deallocated)."""
+        self._outside_transaction("apply_claim")
+        previous = self.claims.get(claim.key)
+        before = previous.status.allocation if previous is not None else None
+        after = claim.status.allocation
+        self.claims[claim.key] = claim
+        self._emit(ClusterEvent(ClusterEventKind.CLAIM_CHANGED))
+        if before == after:
+            return
+        if before is not None:
+            self._apply_allocation(before, -1)
+            self.releases += 1
+        if after is not None:
+            self._apply_allocation(after, +1)
+
+    def drop_claim(self, claim_key: str) -> None:
+        """A claim deleted from the API: its devices are free."""
+        self._outside_transaction("drop_claim")
+        claim = self.claims.pop(claim_key, None)
+        if claim is not None and claim.status.allocation is not None:
+            self._apply_allocation(claim.status.allocation, -1)
+            self.releases += 1
+        if claim is not None:
+            self._emit(ClusterEvent(ClusterEventKind.CLAIM_CHANGED))
+
+    def add_bound_pod(self, pod: Pod) -> PodInfo:
+        """A pod the API shows bound to a node of this state (`spec.nodeName`): it takes its
+        node's resources at once; its claims are as the API holds them."""
+        self._outside_transaction("add_bound_pod")
+        if pod.spec.node_name not in self.nodes.index:
+            raise StateError(f"pod {pod.key} is bound to unknown node {pod.spec.node_name}")
+        return self._add_pod(pod, bind_existing=True)
+
+    def place_existing(self, pod_key: str, node_name: str) -> None:
+        """A pending pod was bound by someone else (another scheduler, or the API confirming a bind
+        this state forgot): it takes its node's resources; its claims follow from the API."""
+        self._outside_transaction("place_existing")
+        info = self.pods[pod_key]
+        if info.node is not None:
+            raise StateError(f"pod {pod_key} is already bound")
+        self._occupy(info, self.nodes.index[node_name])
+
+    def vacate(self, pod_key: str) -> None:
+        """A bound pod stopped holding its node (finished, failed): node resources only; its
+        claims stay as the API says until the resourceclaim controller releases them."""
+        self._outside_transaction("vacate")
+        info = self.pods[pod_key]
+        if info.node is not None:
+            index = info.node
+            self._vacate(info)
+            self.releases += 1
+            self._emit(ClusterEvent(ClusterEventKind.POD_LEFT, index, info.priority, pod_key))
+
+    def update_pod(self, pod: Pod) -> PodInfo:
+        """A newer version of a pod the state holds (labels, gates, claim statuses, priority).
+
+        The pod's node is not changed here (see `place_existing` and `vacate`); a pending pod's
+        claims are looked up again, since the controller may have created them since.
+        """
+        self._outside_transaction("update_pod")
+        info = self.pods[pod.key]
+        info.pod = pod
+        if info.node is None:
+            entries, missing = self._claim_entries(pod)
+            info.claims, info.missing = tuple(entries), missing
+            info.requests = pod_requests(pod)
+            info.nonzero = nonzero_cpu_memory(pod)
+            info.priority = resolve_priority(pod, self.priority_classes)
+        self._emit(ClusterEvent(ClusterEventKind.POD_UPDATED, info.node, info.priority, pod.key))
+        return info
+
+    def drop_pod(self, pod_key: str) -> None:
+        """A pod deleted from the API: it leaves its node; its claims follow from the API."""
+        self._outside_transaction("drop_pod")
+        info = self.pods.pop(pod_key, None)
+        if info is not None and info.node is not None:
+            index = info.node
+            self._vacate(info)
+            self.releases += 1
+            self._emit(ClusterEvent(ClusterEventKind.POD_LEFT, index, info.priority, pod_key))
+
+    def forget(self, pod_key: str) -> list[str]:
+        """Undo what this state assumed for a pod whose binding failed: it leaves its node and
+        the claims it held are released here. Returns the keys of those claims, which the caller
+        must set back to what the API holds (`apply_claim`)."""
+        self._outside_transaction("forget")
+        info = self.pods.get(pod_key)
+        if info is None or info.node is None:
+            return []
+        keys = [key for _, key in info.claims if key in self.claims]
+        self.unbind(pod_key)
+        return keys

@@ -9,7 +9,8 @@ feature set and the CEL environment. A call on one node:
    and raise `AllocationError` with upstream's text);
 3. searches depth-first for the first allocation of all claims together
    (or, with a scorer, for up to `max_solutions` allocations and keeps the
-   best);
+   best among those that take the same `firstAvailable` alternatives as
+   the first);
 4. builds `AllocationResult`s in upstream form, or a `Diagnosis`.
 
 "Does not fit on this node" is not an error: it is a `NoAllocation`, whose
@@ -180,6 +181,10 @@ class Allocator:
             return solutions[0], None
         best, best_score = solutions[0], scorer(candidate(plans, solutions[0], 0))
         for index, solution in enumerate(solutions[1:], start=1):
+            if solution.chosen != solutions[0].chosen:
+                # A scorer chooses devices, never other prioritized alternatives than upstream's
+                # first answer took: the user's order of preference stands.
+                continue
             score = scorer(candidate(plans, solution, index))
             if score > best_score:  # ties keep the earlier one
                 best, best_score = solution, score

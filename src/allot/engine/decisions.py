@@ -54,7 +54,17 @@ class Waiting:
     workload: str = ""
 
 
-Decision = Bound | Evicted | Admitted | Waiting
+@dataclass(frozen=True, slots=True)
+class Deallocated:
+    """A claim left allocated for a pod that cannot use it (its pod is pending and fits nowhere
+    with it, e.g. a scheduler died between writing the claim and binding): the allocation is
+    released so the pod can be placed afresh, as kube-scheduler's DynamicResources PostFilter does."""
+
+    claim: str
+    pod: str
+
+
+Decision = Bound | Evicted | Admitted | Waiting | Deallocated
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,12 +28,13 @@ does no I/O and reads no clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from msgspec.structs import replace
 
 from allot.admission.events import Event, EventKind, ParkReason
 from allot.admission.flavors import Mode
+from allot.admission.standing import queue_position, workload_pods
 from allot.admission.state import AdmissionState
 from allot.admission.workload import Workload
 from allot.cluster.events import ClusterEvent, ClusterEventKind
@@ -72,13 +73,15 @@ class Engine(PodPath):
         policy: EnginePolicy | None = None,
         fallback_profile: str | None = None,
         topologies: Iterable[Topology] = (),
+        seed: int = 0,
     ) -> None:
+        """`seed` varies the tie-breaks among equally good nodes (`allot.scheduling.tie_break`)."""
         self.state = state
         self.policy = policy if policy is not None else EnginePolicy()
         self.admission = admission if self.policy.queues else None
         if self.admission is not None and self.admission.journal is not state.journal:
             raise ValueError("the admission state must share the cluster state's journal")
-        self.scheduler = Scheduler(state, profiles, fallback=fallback_profile)
+        self.scheduler = Scheduler(state, profiles, fallback=fallback_profile, seed=seed)
         # Kueue Topology objects, for gangs that ask for a topology level (TAS).
         self.topologies: dict[str, Topology] = {t.name: t for t in sorted(topologies, key=lambda t: t.name)}
         self.preemptor = Preemptor(self.scheduler)
@@ -90,6 +93,8 @@ class Engine(PodPath):
         self._gang_reasons: dict[str, str] = {}
         # Pods that became pending during a cycle, tried from the next one.
         self._deferred: list[tuple[str, OrderKey]] = []
+        # Pods with scheduling gates: not tried until a driver says they changed (`retry`).
+        self._gated: set[str] = set()
         # Events drivers reported (`notify`), seen at the next cycle.
         self._reported: list[ClusterEvent] = []
         # Queued (Kueue) pods that arrived since the last cycle, in arrival order.
@@ -111,6 +116,12 @@ class Engine(PodPath):
         self._submitted: set[str] = set()
         # Pod creation times (seconds), parsed once.
         self._creation: dict[str, float] = {}
+        if self.admission is not None:
+            # Workloads that already ran when the admission state was built (restored running).
+            for pod_key, workload in workload_pods(self.admission.entries, admitted_only=True).items():
+                if pod_key in state.pods:
+                    self._workload_of_pod[pod_key] = workload
+                    self._submitted.add(pod_key)
         state.listen_for_events()
         for info in state.pending():
             self._enqueue_pod(info.key, deferred=False)
@@ -124,8 +135,14 @@ class Engine(PodPath):
         return name is None or info.pod.spec.scheduler_name == name
 
     def queued(self, info: PodInfo) -> bool:
-        """Whether the pod is handled by admission (it names a Kueue queue and admission is on)."""
-        return self.admission is not None and QUEUE_NAME_LABEL in info.pod.metadata.labels
+        """Whether the pod is handled by admission (it names a Kueue queue and admission is on).
+
+        A pending pod of a workload already admitted (a running group that lost a pod) is not:
+        it is scheduled like any pod, as kube-scheduler schedules the pods Kueue admitted.
+        """
+        if self.admission is None or QUEUE_NAME_LABEL not in info.pod.metadata.labels:
+            return False
+        return info.bound or info.key not in self._workload_of_pod
 
     def submit_new_workloads(self, now: float) -> None:
         """Turn queued pods that arrived since the last cycle into Kueue workloads."""
@@ -139,6 +156,8 @@ class Engine(PodPath):
             for key in arrived
             if (info := pods.get(key)) is not None
             and not info.bound
+            and self.queued(info)
+            and not info.pod.spec.scheduling_gates
             and key not in self._submitted
             and key not in self._workload_of_pod
         ]
@@ -164,6 +183,50 @@ class Engine(PodPath):
     def workload_of(self, pod_key: str) -> str:
         return self._workload_of_pod.get(pod_key, "")
 
+    def retry(self, pod_key: str) -> None:
+        """A waiting pod changed (its spec, labels, gates or claims): try it in the next cycle."""
+        self._gated.discard(pod_key)
+        self._queue.forget([pod_key])
+        self._enqueue_pod(pod_key, deferred=False)
+        info = self.state.pods.get(pod_key)
+        if info is not None and self.ours(info) and self.queued(info) and pod_key not in self._submitted:
+            self._arrived_queued.append(pod_key)
+
+    def pod_deleted(self, pod_key: str) -> None:
+        """A pod left the cluster for good: forget what the engine remembered of it, so a new pod
+        with the same name starts afresh (drivers call this after removing it from the state)."""
+        self._queue.forget([pod_key])
+        self._gated.discard(pod_key)
+        for members in self._groups.values():
+            members.discard(pod_key)
+        self._creation.pop(pod_key, None)
+        self._submitted.discard(pod_key)
+        self._original.pop(pod_key, None)
+
+    def pending_reasons(self, last: Mapping[str, str]) -> dict[str, str]:
+        """Every pending pod this engine schedules, with why it waits.
+
+        `last` holds the reasons of the latest Waiting decisions the caller saw. For a pod of a
+        queued workload, admission's own account comes first (why it is parked, or that it is
+        invalid or incomplete), then `last`, then where it stands in its queue: pods behind a
+        queue's head are never tried in a cycle, so no decision names them.
+        """
+        admission = self.admission
+        workloads = workload_pods(admission.entries) if admission is not None else {}
+        reasons: dict[str, str] = {}
+        for info in self.state.pending():
+            if not self.ours(info):
+                continue
+            key = info.key
+            workload = workloads.get(key) if self.queued(info) else None
+            if admission is None or workload is None:
+                reasons[key] = last.get(key) or "not tried yet"
+                continue
+            reasons[key] = (
+                admission.pending_reason(workload) or last.get(key) or queue_position(admission, workload)
+            )
+        return reasons
+
     # -- the cycle --------------------------------------------------------------------------
 
     def cycle(self, now: float = 0.0) -> CycleResult:
@@ -188,6 +251,8 @@ class Engine(PodPath):
         if not events:
             return
         for event in events:
+            if event.kind is ClusterEventKind.POD_UPDATED:
+                self.retry(event.pod)
             if event.kind in (ClusterEventKind.POD_ADDED, ClusterEventKind.POD_LEFT):
                 self._enqueue_pod(event.pod, deferred=position is not None)
             if event.kind is ClusterEventKind.POD_ADDED and self.admission is not None:
@@ -264,7 +329,10 @@ class Engine(PodPath):
                 if assignment.mode == Mode.PREEMPT:
                     targets = admission.preemption_targets(workload, assignment)
                     if not targets:
-                        failure = "quota: not enough quota, and no workload can be preempted to make room"
+                        failure = (
+                            f"quota: {assignment.message() or 'not enough quota'}; "
+                            "no workload can be preempted to make room"
+                        )
                     else:
                         for target in targets:
                             evicted.extend(

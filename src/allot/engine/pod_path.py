@@ -19,13 +19,14 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from allot.admission.workload import parse_timestamp
+from allot.cluster.claims import pod_uid
 from allot.cluster.events import ALL_KINDS, ClusterEvent, ClusterEventKind
 from allot.cluster.state import ClusterState, PodInfo
-from allot.engine.decisions import Bound, Decision, Evicted, Waiting
+from allot.engine.decisions import Bound, Deallocated, Decision, Evicted, Waiting
 from allot.engine.policy import EnginePolicy
 from allot.engine.queueing import ClassKey, OrderKey, SchedulingQueue, WaitingClass
 from allot.model.kueue import Topology
+from allot.model.timestamps import parse_timestamp
 from allot.scheduling.diagnosis import Diagnosis
 from allot.scheduling.framework import BoolArray
 from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gang_key, gangs, place_gang
@@ -36,6 +37,13 @@ from allot.scheduling.topology.tas import place_gang_in_topology, topology_reque
 
 PREEMPTED_BY_POD = "Preempted by a higher-priority pod"
 GANG_UNIT = "gang:"
+# kube-scheduler's reason for a pod that still has scheduling gates (it is not tried at all).
+SCHEDULING_GATED = "SchedulingGated: waiting for scheduling gates: {gates}"
+
+
+def scheduling_gates(info: PodInfo) -> str:
+    """The pod's scheduling gates, comma-separated; empty when it may be scheduled."""
+    return ", ".join(gate.name for gate in info.pod.spec.scheduling_gates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +56,8 @@ class Failure:
     kinds: frozenset[ClusterEventKind] = ALL_KINDS
     # For a gang: how many of its members fit (None: not known).
     placed: int | None = None
+    # Claims were released for it: tried again next cycle rather than waiting for an event.
+    again: bool = False
 
 
 class PodPath:
@@ -63,6 +73,8 @@ class PodPath:
     _groups: dict[str, set[str]]
     _gang_reasons: dict[str, str]
     _deferred: list[tuple[str, OrderKey]]
+    _gated: set[str]
+    _workload_of_pod: dict[str, str]
     _creation: dict[str, float]
 
     def ours(self, info: PodInfo) -> bool:
@@ -92,6 +104,12 @@ class PodPath:
         for unit, order in self._deferred:
             queue.activate(unit, order)
         self._deferred.clear()
+        for key in sorted(self._gated):
+            info = self.state.pods.get(key)
+            if info is None or info.bound:
+                self._gated.discard(key)
+            else:
+                decisions.append(Waiting(key, SCHEDULING_GATED.format(gates=scheduling_gates(info))))
         while (popped := queue.pop()) is not None:
             order, unit = popped
             if unit.startswith(GANG_UNIT):
@@ -117,6 +135,9 @@ class PodPath:
         failure = self._schedule_pod(pod_key, now, decisions)
         if failure is None:
             self._queue.fitted(klass)
+            return
+        if failure.again:
+            self._deferred.append((pod_key, order))
             return
         self._park_unit(pod_key, order, klass, failure, (pod_key,), info.priority, now)
 
@@ -262,7 +283,11 @@ class PodPath:
         info = self.state.pods.get(pod_key)
         if info is None or info.bound or not self.ours(info) or self.queued(info):
             return
-        group = gang_key(info)
+        if info.pod.spec.scheduling_gates:
+            self._gated.add(pod_key)
+            return
+        # A pod of an admitted Kueue workload is placed alone: its group was admitted as a whole.
+        group = gang_key(info) if pod_key not in self._workload_of_pod else None
         unit = pod_key
         if group is not None:
             self._groups.setdefault(group, set()).add(pod_key)
@@ -291,8 +316,26 @@ class PodPath:
             decisions.extend(victims)
             decisions.append(Bound(pod_key, outcome.node, outcome.allocations, outcome.score))
             return None
+        released = self._release_claims_of(pod_key)
+        # Tried again next cycle without the allocation that pinned it.
+        decisions.extend(released)
         decisions.append(Waiting(pod_key, outcome.message))
-        return Failure(outcome.message, pod_key, outcome.diagnosis)
+        return Failure(outcome.message, pod_key, outcome.diagnosis, again=bool(released))
+
+    def _release_claims_of(self, pod_key: str) -> list[Deallocated]:
+        """Allocated claims that only this pending, unschedulable pod reserves (or nobody does)."""
+        info = self.state.pods[pod_key]
+        uid = pod_uid(info.pod)
+        released: list[Deallocated] = []
+        for _, claim_key in info.claims:
+            claim = self.state.claims.get(claim_key)
+            if claim is None or claim.status.allocation is None:
+                continue
+            if any(ref.uid != uid for ref in claim.status.reserved_for):
+                continue
+            self.state.release_claim(claim_key, pod_key)
+            released.append(Deallocated(claim_key, pod_key))
+        return released
 
     def _topology_with(self, level: str) -> Topology | None:
         """The Topology (first by name) that has `level` among its levels."""

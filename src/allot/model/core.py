@@ -130,6 +130,12 @@ class PodResourceClaim(Record, frozen=True):
     resource_claim_template_name: str | None = None
 
 
+class PodSchedulingGate(Record, frozen=True):
+    """`spec.schedulingGates[]`: while any is present, no scheduler places the pod."""
+
+    name: str = ""
+
+
 class PodSpec(Record, frozen=True):
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()
@@ -148,6 +154,7 @@ class PodSpec(Record, frozen=True):
     node_name: str = ""
     restart_policy: str = ""
     termination_grace_period_seconds: int | None = None
+    scheduling_gates: tuple[PodSchedulingGate, ...] = ()
 
 
 class PodResourceClaimStatus(Record, frozen=True):

@@ -1,8 +1,11 @@
 """The one-shot planner behind `allot place`: where would every pending pod go, and why not.
 
 `plan(manifests)` builds the cluster (and, when ClusterQueues are present,
-the Kueue admission state) from manifests, runs engine cycles until nothing
-changes, and returns the decisions with the resulting state. `explain`
+the Kueue admission state, starting from the workloads already running)
+from manifests, runs engine cycles until nothing changes, and returns the
+decisions with the resulting state. The planner's clock stands at the
+dump's time (`dump_time`: the latest pod creation), so workloads admitted
+now are more recent than those that already run. `explain`
 re-runs one pending pod's cycle and adds, for each node the allocator
 rejected, the allocator's own diagnosis. `resulting_objects` gives the
 Pods (with nodeName) and ResourceClaims (with status.allocation and
@@ -21,12 +24,13 @@ from allot.admission.state import AdmissionState
 from allot.cluster.invariants import check
 from allot.cluster.state import ClusterState
 from allot.dra import AllocationError, Allocator, NoAllocation
-from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
+from allot.engine.decisions import Admitted, Bound, CycleResult, Deallocated, Decision, Evicted, Waiting
 from allot.engine.engine import Engine, EnginePolicy
 from allot.model.base import Object
 from allot.model.core import Pod, PodResourceClaimStatus
 from allot.model.kueue import ClusterQueue, Topology
 from allot.model.loader import Manifests
+from allot.model.timestamps import parse_timestamp
 from allot.scheduling.profile import DEFAULT_SCHEDULER_NAME, Profile
 from allot.scheduling.scheduler import Unschedulable
 from allot.scheduling.status import Status
@@ -56,18 +60,30 @@ class PlanResult:
         return CycleResult(tuple(self.decisions)).admitted
 
 
+def dump_time(manifests: Manifests) -> float:
+    """When the cluster was dumped, as far as it says: its latest pod creation (0 without any)."""
+    times = (parse_timestamp(p.metadata.creation_timestamp) for p in manifests.of_kind(Pod))
+    return max((t for t in times if t is not None), default=0.0)
+
+
 def build_engine(
     manifests: Manifests,
     *,
     profiles: Mapping[str, Profile] | None = None,
     scheduler_name: str | None = None,
     queues: bool = True,
+    now: float = 0.0,
+    seed: int = 0,
 ) -> Engine:
-    """A ClusterState (and AdmissionState when the manifests hold ClusterQueues) with an engine over them."""
+    """A ClusterState (and AdmissionState when the manifests hold ClusterQueues) with an engine over them.
+
+    `now` is when admission starts: workloads already running count as admitted by then. `seed`
+    varies the tie-breaks among equally good nodes.
+    """
     state = ClusterState.from_manifests(manifests)
     admission = None
     if queues and manifests.of_kind(ClusterQueue):
-        admission = AdmissionState.from_manifests(manifests, journal=state.journal)
+        admission = AdmissionState.from_cluster(manifests, state, start_time=now)
     known = dict(profiles) if profiles else {DEFAULT_SCHEDULER_NAME: Profile()}
     fallback = None if scheduler_name else next(iter(known))
     if scheduler_name and scheduler_name not in known:
@@ -80,6 +96,7 @@ def build_engine(
         policy=EnginePolicy(queues=queues, scheduler_name=scheduler_name),
         fallback_profile=fallback,
         topologies=manifests.of_kind(Topology),
+        seed=seed,
     )
 
 
@@ -94,12 +111,16 @@ def plan(
     scheduler_name: str | None = None,
     queues: bool = True,
     check_invariants: bool = False,
+    seed: int = 0,
 ) -> PlanResult:
     """Place every pending pod the scheduler is responsible for; see the module docstring."""
-    engine = build_engine(manifests, profiles=profiles, scheduler_name=scheduler_name, queues=queues)
+    now = dump_time(manifests)
+    engine = build_engine(
+        manifests, profiles=profiles, scheduler_name=scheduler_name, queues=queues, now=now, seed=seed
+    )
     result = PlanResult(engine.state, engine)
     for _ in range(MAX_CYCLES):
-        outcome = engine.cycle(0.0)
+        outcome = engine.cycle(now)
         result.decisions.extend(d for d in outcome.decisions if not isinstance(d, Waiting))
         for decision in outcome.decisions:
             if isinstance(decision, Waiting):
@@ -108,9 +129,9 @@ def plan(
                 result.waiting.pop(decision.pod, None)
         if check_invariants:
             result.violations.extend(check(engine.state))
-        if not outcome.bound and not outcome.evicted:
+        if not outcome.bound and not outcome.evicted and not outcome.of(Deallocated):
             break
-    result.waiting = {k: v for k, v in result.waiting.items() if not engine.state.pods[k].bound}
+    result.waiting = engine.pending_reasons(result.waiting)
     return result
 
 

@@ -4,15 +4,25 @@ Follows kube-scheduler's DefaultPreemption:
 
 1. A pod with preemptionPolicy Never does not preempt.
 2. Candidate nodes are those the pod failed on for resolvable reasons
-   (resources, devices), not for labels, taints or pinned claims.
+   (resources, devices), not for labels, taints or pinned claims. They are
+   tried from an offset (kube-scheduler's is random; allot's comes from the
+   pod's seeded tie-break key) until enough candidates are found: 10 % of
+   those nodes and at least 100, one of them violating no budget.
 3. On each candidate, in a transaction: remove every lower-priority pod
    (their claims are deallocated when no one else reserves them); if the pod
    still does not fit, the node is no candidate. Otherwise put victims back,
-   most important first (budget-violating ones before the others), keeping
-   each one that the pod can live with.
-4. Among candidates pick, in order: fewest PodDisruptionBudget violations,
-   lowest highest victim priority, lowest sum of victim priorities, fewest
-   victims, most recently started highest-priority victim, node name.
+   most important first (higher priority, then earlier start; budget-violating
+   ones before the others), keeping each one that the pod can live with.
+4. Among candidates pick, in kube-scheduler's order (pickOneNodeForPreemption):
+   fewest PodDisruptionBudget violations; lowest highest victim priority;
+   lowest sum of victim priorities, each counted as priority + 2^31; fewest
+   victims; the node whose highest-priority victims started latest, judged
+   by the earliest of them. What is still tied goes to the lowest tie-break
+   key of (seed, pod, node) (kube-scheduler: the first it met).
+
+Start times are `status.startTime`; a pod without one (bound here, never
+started on a kubelet) counts as started after all of those, in the order
+allot bound them (kube-scheduler takes "now" for it).
 
 A victim that belongs to a gang takes its whole gang with it (a gang is
 never left partly running), and the candidate is ranked with all of them.
@@ -23,6 +33,7 @@ shortage as unresolvable), nodes short of devices are candidates too.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -31,6 +42,7 @@ import numpy as np
 
 from allot.cluster.state import ClusterState, PodInfo
 from allot.model.resource import AllocationResult
+from allot.model.timestamps import parse_timestamp
 from allot.scheduling.disruption import allowances, matches
 from allot.scheduling.gang import gangs, is_gang_member
 from allot.scheduling.node_statuses import NodeStatuses
@@ -43,6 +55,11 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
 MIN_CANDIDATE_NODES_ABSOLUTE = 100
+# kube-scheduler lifts every priority to >= 0 before summing (math.MaxInt32 + 1).
+PRIORITY_OFFSET = 2**31
+
+StartOrder = tuple[float, int]
+RankKey = tuple[int, int, int, int, float, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +67,8 @@ class Candidate:
     node: str
     victims: tuple[str, ...]
     violations: int
-    key: tuple[int, int, int, int, int, str]
+    # Lower is better: the criteria of the module docs, in order, then the tie-break key.
+    key: RankKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +79,26 @@ class Attempt:
     message: str
 
 
-def _importance(info: PodInfo) -> tuple[int, int]:
-    # More important first: higher priority, then started earlier.
-    return (-info.priority, info.started)
+def start_order(info: PodInfo) -> StartOrder:
+    """When the pod started, comparable: `status.startTime`, else after those, in bind order."""
+    started = parse_timestamp(info.pod.status.start_time)
+    if started is not None:
+        return (started, 0)
+    return (math.inf, info.started)
+
+
+def _importance(info: PodInfo) -> tuple[int, float, int]:
+    # More important first: higher priority, then started earlier (kube-scheduler's MoreImportantPod).
+    return (-info.priority, *start_order(info))
+
+
+def rank_key(victims: list[PodInfo], violations: int, tie: int) -> RankKey:
+    """pickOneNodeForPreemption's criteria as one ascending key (see the module docs)."""
+    top = max(v.priority for v in victims)
+    earliest_top = min(start_order(v) for v in victims if v.priority == top)
+    total = sum(v.priority + PRIORITY_OFFSET for v in victims)
+    # Latest start wins: negate both parts of the start order.
+    return (violations, top, total, len(victims), -earliest_top[0], -earliest_top[1], tie)
 
 
 class Preemptor:
@@ -151,11 +186,18 @@ class Preemptor:
             if is_gang_member(victim):
                 expanded.update(k for k in gang_of().get(victim.key, ()) if state.pods[k].bound)
         victims = [state.pods[k] for k in sorted(expanded)]
-        top = max(v.priority for v in victims)
-        latest_top_start = max(v.started for v in victims if v.priority == top)
         node = state.nodes.infos[index].name
-        key = (violations, top, sum(v.priority for v in victims), len(victims), -latest_top_start, node)
+        tie = int(self.scheduler.tie_keys(pod.key, np.array([index], dtype=np.int64))[0])
+        key = rank_key(victims, violations, tie)
         return Candidate(node, tuple(sorted(v.key for v in victims)), violations, key)
+
+    def _dry_run_order(self, pod_key: str, nodes: list[int]) -> list[int]:
+        """The candidate nodes in the order they are tried: name order, rotated by the pod's own offset."""
+        ordered = sorted(nodes)
+        offset = int(self.scheduler.tie_keys(pod_key, np.array(ordered[:1], dtype=np.int64))[0]) % len(
+            ordered
+        )
+        return ordered[offset:] + ordered[:offset]
 
     def preempt(self, pod_key: str, failure: Unschedulable) -> Candidate | None:
         """The best preemption for a pod that fit nowhere, or None; changes nothing."""
@@ -186,7 +228,8 @@ class Preemptor:
         if lowest is None or lowest >= pod.priority:
             # Nothing of lower priority runs anywhere: each node would say so when tried.
             return Attempt(None, _summary(diagnosis.total_nodes, dict.fromkeys(resolvable, (NO_VICTIMS,))))
-        limit = max(len(index_of) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE)
+        # kube-scheduler's calculateNumCandidates, over the nodes preemption could help on.
+        limit = max(len(resolvable) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE)
         budgets = allowances(state)
         gang_index: dict[str, tuple[str, ...]] | None = None
 
@@ -199,16 +242,17 @@ class Preemptor:
             return gang_index
 
         best: Candidate | None = None
-        found = 0
-        for index in sorted(resolvable):
+        found = without_violations = 0
+        for index in self._dry_run_order(pod.key, resolvable):
             candidate = self._victims_on(pod, index, budgets, gang_of)
             if isinstance(candidate, tuple):
                 reasons[index] = candidate
                 continue
             found += 1
+            without_violations += candidate.violations == 0
             if best is None or candidate.key < best.key:
                 best = candidate
-            if found >= limit:
+            if without_violations and found >= limit:
                 break
         if best is not None:
             return Attempt(best, "")

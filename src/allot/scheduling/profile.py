@@ -16,13 +16,16 @@ from typing import Any
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
-# Filter order as kube-scheduler's default profile (cheap, unresolvable checks first).
+# Filter order as kube-scheduler's default profile (cheap, unresolvable checks first), then
+# allot's GpuIsolation: GPUs without memory isolation hold one trust domain (secure by default;
+# a profile opts out by disabling it or with `trustDomain: any`).
 DEFAULT_FILTERS = (
     "NodeUnschedulable",
     "TaintToleration",
     "NodeAffinity",
     "NodeResourcesFit",
     "DynamicResources",
+    "GpuIsolation",
 )
 DEFAULT_SCORE_WEIGHTS: Mapping[str, int] = {
     "NodeResourcesFit": 1,
@@ -35,7 +38,7 @@ DEFAULT_SCORE_WEIGHTS: Mapping[str, int] = {
 }
 # Filter plugins a profile may enable beyond the defaults; they run after them, in the order
 # enabled. GpuPlacement replaces DynamicResources (disable that one) for shared GPUs.
-OPTIONAL_FILTERS = ("GpuPlacement", "GpuIsolation")
+OPTIONAL_FILTERS = ("GpuPlacement",)
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE = 5
 

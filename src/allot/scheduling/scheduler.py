@@ -8,14 +8,15 @@ state; `Scheduler.schedule` also binds it. Steps:
 3. Mask filters remove nodes in array operations, recording reasons.
 4. Node filters (expensive, per node) run on the survivors in rotation
    order until enough feasible nodes are found (percentageOfNodesToScore).
-5. Score the feasible nodes; the highest weighted sum wins, ties going to
-   the node that sorts first by name, so the outcome is deterministic.
+5. Score the feasible nodes; the highest weighted sum wins. Equal sums are
+   ranked by the pod's seeded tie-break key per node (`tie_break`): the
+   same input gives the same node, yet no node is favoured by its index.
 6. Reserve: plugins commit their choice for that node (DRA allocations).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +29,7 @@ from allot.scheduling.equivalence import EquivalenceClasses, PodReader
 from allot.scheduling.framework import (
     BoolArray,
     Cycle,
+    FloatArray,
     IntArray,
     MaskFilter,
     NodeFilter,
@@ -40,6 +42,7 @@ from allot.scheduling.framework import (
 from allot.scheduling.node_statuses import NodeStatuses
 from allot.scheduling.profile import DEFAULT_SCHEDULER_NAME, Profile
 from allot.scheduling.status import Code, Status, unresolvable
+from allot.scheduling.tie_break import KeyArray, node_hashes, pod_hash, tie_keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,14 +122,18 @@ class Scheduler:
         profiles: Mapping[str, Profile] | None = None,
         *,
         fallback: str | None = None,
+        seed: int = 0,
     ) -> None:
-        """`fallback` names the profile for pods whose schedulerName has none (None: such pods fail)."""
+        """`fallback` names the profile for pods whose schedulerName has none (None: such pods fail);
+        `seed` varies the tie-breaks among equally scored nodes (see `allot.scheduling.tie_break`)."""
         self.state = state
         self.profiles = dict(profiles) if profiles else {DEFAULT_SCHEDULER_NAME: Profile()}
         self.fallback = fallback
+        self.seed = seed
         self._plugins: dict[str, ProfilePlugins] = {}
         self._classes = EquivalenceClasses()
         self._next_start = 0
+        self._node_hashes: tuple[int, KeyArray] | None = None
 
     def plugins(self, scheduler_name: str) -> ProfilePlugins | None:
         if scheduler_name not in self._plugins:
@@ -186,8 +193,7 @@ class Scheduler:
         scores = np.zeros(feasible.size, dtype=np.float64)
         for scorer, weight in plugins.scorers:
             scores += weight * scorer.score(cycle, feasible)
-        # Best score first; among equal scores the lowest node index (name order).
-        for position in np.lexsort((feasible, -scores)):
+        for position in self._ranked(pod_key, feasible, scores):
             index = int(feasible[position])
             if all(r.reserve(cycle, index).ok for r in plugins.reservers):
                 node = state.nodes.infos[index].name
@@ -239,6 +245,36 @@ class Scheduler:
             self._bind(pod_key, outcome)
             return True
         return False
+
+    def node_hashes(self) -> KeyArray:
+        """Every node's name hash, by index (see `allot.scheduling.tie_break`)."""
+        table = self.state.nodes
+        cached = self._node_hashes
+        if cached is None or cached[0] != table.size:
+            cached = self._node_hashes = (table.size, node_hashes(info.name for info in table.infos))
+        return cached[1]
+
+    def tie_keys(self, pod_key: str, nodes: IntArray) -> KeyArray:
+        """The pod's tie-break key on each of `nodes` (lower wins among equals)."""
+        return tie_keys(pod_hash(self.seed, pod_key), self.node_hashes()[nodes])
+
+    def _ranked(self, pod_key: str, feasible: IntArray, scores: FloatArray) -> Iterator[int]:
+        """Positions in `feasible`, best score first, equal scores in the pod's tie-break order.
+
+        The first answer needs keys only for the nodes tied at the top; the full order is built
+        only if reserve refuses that node.
+        """
+        top = np.flatnonzero(scores == scores.max())
+        first = int(top[0])
+        if top.size > 1:
+            first = int(top[np.argmin(self.tie_keys(pod_key, feasible[top]))])
+        yield first
+        if feasible.size == 1:
+            return
+        order = np.lexsort((feasible, self.tie_keys(pod_key, feasible), -scores))
+        for position in order:
+            if int(position) != first:
+                yield int(position)
 
     def _node_filter(self, cycle: Cycle, plugins: ProfilePlugins, candidates: IntArray) -> IntArray:
         active = [f for f in plugins.node_filters if f.needs_node_filter(cycle)]

@@ -81,7 +81,8 @@ def fgd_policy() -> Policy:
     filters = tuple(SHARING_PLUGIN if f == DRA_PLUGIN else f for f in base.filters)
     weights = {k: v for k, v in base.score_weights.items() if k != DRA_PLUGIN}
     weights[SHARING_PLUGIN] = SHARING_WEIGHT
-    args: dict[str, dict[str, object]] = {SHARING_PLUGIN: {"policy": "FGD"}}
+    # FGD as published: equal scores go to the first node by name (see docs/sharing.md).
+    args: dict[str, dict[str, object]] = {SHARING_PLUGIN: {"policy": "FGD", "tieBreak": "name"}}
     if ISOLATION_PLUGIN in known:
         filters = (*filters, ISOLATION_PLUGIN)
         args[ISOLATION_PLUGIN] = {"trustDomain": f"label:{TRUST_LABEL}"}

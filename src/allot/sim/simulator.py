@@ -141,8 +141,8 @@ class Simulation:
         self.state = ClusterState.from_manifests(self.manifests)
         admission = None
         if policy.queues and self.manifests.of_kind(ClusterQueue):
-            admission = AdmissionState.from_manifests(
-                self.manifests, config=policy.admission_config(self.manifests), journal=self.state.journal
+            admission = AdmissionState.from_cluster(
+                self.manifests, self.state, config=policy.admission_config(self.manifests)
             )
         profiles = dict(policy.profiles) if policy.profiles else {DEFAULT_SCHEDULER_NAME: Profile()}
         self.engine = Engine(
@@ -155,6 +155,7 @@ class Simulation:
                 queueing=QueueingConfig.exact(hints=self.options.hints),
             ),
             fallback_profile=next(iter(profiles)),
+            seed=seed,
         )
         self.inventory = GpuInventory(self.manifests.of_kind(Node), self.manifests.of_kind(ResourceSlice))
         tenants = workload.tenant_names()
@@ -303,6 +304,8 @@ class Simulation:
             self._start(list(starting.values()), now)
 
     def _start(self, decisions: list[Bound], now: float) -> None:
+        # Pods the scenario's manifests brought (running when it starts) have no run to time.
+        decisions = [d for d in decisions if d.pod in self._runs]
         assessed = {d.pod: self.throughput.assess(self.state, d.pod) for d in decisions}
         # A gang runs at the pace of its slowest member.
         slowest: dict[str, float] = {}

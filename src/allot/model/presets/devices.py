@@ -65,22 +65,43 @@ def gpu_uuid(node: str, index: int) -> str:
     return f"GPU-{uuid.uuid5(_UUIDS, f'{node}/gpu/{index}')}"
 
 
+def topology_attributes(pcie_root: str, numa: int) -> dict[str, DeviceAttribute]:
+    """The standard PCIe root and NUMA attributes; each left out when unknown ("" or a negative node),
+    as drivers do on machines (VMs) whose firmware does not tell."""
+    found: dict[str, DeviceAttribute] = {}
+    if pcie_root:
+        found[PCIE_ROOT] = text(pcie_root)
+    if numa >= 0:
+        found[NUMA_NODE] = integer(numa)
+    return found
+
+
 def gpu_attributes(
-    node: str, index: int, model: GpuModel, slot: GpuSlot, *, driver_version: str, cuda_version: str
+    node: str,
+    index: int,
+    model: GpuModel,
+    slot: GpuSlot,
+    *,
+    driver_version: str,
+    cuda_version: str,
+    uuid: str | None = None,
+    brand: str = "Nvidia",
 ) -> dict[str, DeviceAttribute]:
-    """A whole GPU's attributes, unqualified names meaning the `gpu.nvidia.com` domain."""
+    """A whole GPU's attributes, unqualified names meaning the `gpu.nvidia.com` domain.
+
+    `uuid` is the GPU's own (the node agent passes what NVML reports); presets derive one from
+    the node name and index."""
     return {
         "architecture": text(model.architecture),
-        "brand": text("Nvidia"),
+        "brand": text(brand),
         "cudaComputeCapability": version(model.compute_capability),
         "cudaDriverVersion": version(cuda_version),
         "driverVersion": version(driver_version),
         "productName": text(model.product_name),
         PCI_BUS_ID: text(slot.pci_bus_id),
-        PCIE_ROOT: text(slot.pcie_root),
-        NUMA_NODE: integer(slot.numa),
+        **topology_attributes(slot.pcie_root, slot.numa),
         "type": text("gpu"),
-        "uuid": text(gpu_uuid(node, index)),
+        "uuid": text(uuid if uuid is not None else gpu_uuid(node, index)),
     }
 
 
@@ -105,28 +126,31 @@ def _mac(node: str, nic: NicSlot) -> str:
     return ":".join(f"{b:02x}" for b in raw)
 
 
-def nic_device(node: str, nic: NicSlot) -> Device:
-    """One NIC function; RDMA-only functions (EFA) carry no interface fields."""
+def nic_device(node: str, nic: NicSlot, *, mac: str | None = None, sriov: bool = False) -> Device:
+    """One NIC function; RDMA-only functions (EFA) carry no interface fields, functions without an
+    RDMA device no `rdmaDevice`. `mac` is the interface's own (the node agent reads it from sysfs);
+    presets derive one from the node name and PCI address."""
     attributes: dict[str, DeviceAttribute] = {}
     if nic.if_name is not None:
         attributes["dra.net/ifName"] = text(nic.if_name)
-        attributes["dra.net/mac"] = text(_mac(node, nic))
+        attributes["dra.net/mac"] = text(mac if mac is not None else _mac(node, nic))
         attributes["dra.net/mtu"] = integer(nic.mtu)
+    if nic.numa >= 0:
+        attributes["dra.net/numaNode"] = integer(nic.numa)
     attributes.update(
         {
-            "dra.net/numaNode": integer(nic.numa),
             "dra.net/pciAddress": text(nic.pci_address),
             "dra.net/pciDevice": text(nic.product),
             "dra.net/pciVendor": text(nic.vendor),
-            "dra.net/rdma": flag(True),
-            "dra.net/rdmaDevice": text(nic.rdma_device),
-            "dra.net/sriov": flag(False),
+            "dra.net/rdma": flag(bool(nic.rdma_device)),
+            "dra.net/sriov": flag(sriov),
             "dra.net/virtual": flag(False),
-            NUMA_NODE: integer(nic.numa),
-            PCIE_ROOT: text(nic.pcie_root),
+            **topology_attributes(nic.pcie_root, nic.numa),
         }
     )
-    return Device(name=nic_device_name(nic.pci_address), attributes=attributes)
+    if nic.rdma_device:
+        attributes["dra.net/rdmaDevice"] = text(nic.rdma_device)
+    return Device(name=nic_device_name(nic.pci_address), attributes=dict(sorted(attributes.items())))
 
 
 def cpu_device(socket: CpuSocket) -> Device:
@@ -139,7 +163,7 @@ def cpu_device(socket: CpuSocket) -> Device:
             "dra.cpu/numCPUs": integer(socket.cpus),
             "dra.cpu/smtEnabled": flag(socket.smt),
             "dra.cpu/socketID": integer(socket.socket),
-            NUMA_NODE: integer(socket.numa),
+            **topology_attributes("", socket.numa),
         },
         capacity={"dra.cpu/cpu": DeviceCapacity(value=Quantity.from_int(socket.cpus), request_policy=policy)},
         allow_multiple_allocations=True,

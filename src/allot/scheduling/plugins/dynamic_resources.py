@@ -7,6 +7,13 @@ the DRA allocator for the unallocated claims on one node at a time and keeps
 the allocation it found; reserve hands the chosen node's allocation to the
 cycle, and the scheduler writes it into the claims when it binds.
 
+Score (Kubernetes 1.35+): nodes where the pod's `firstAvailable` requests
+are satisfied by earlier alternatives score higher, with upstream's formula
+and normalisation (`allot.scheduling.prioritized_list`), from the
+allocation the node filter found there (upstream's first answer). With a
+`scorer` (allot's allocation-choice hook) the node score is instead that
+scorer's value of the node's best allocation, scaled 0-100.
+
 Argument `alignment` (default `preferred`): on the chosen node, reserve lets
 `allot.scheduling.topology.choice.AlignedChoice` pick the best-aligned
 device set among the feasible ones (same PCIe root > same NUMA node >
@@ -40,6 +47,13 @@ from allot.scheduling.extended_resources import (
     resource_classes,
 )
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
+from allot.scheduling.prioritized_list import (
+    MAX_NODE_SCORE,
+    allocation_rank,
+    claim_rank,
+    has_alternatives,
+    normalize,
+)
 from allot.scheduling.status import SUCCESS, Code, Status, error, unresolvable, unschedulable
 from allot.scheduling.topology.choice import AlignedChoice, DeviceChooser
 
@@ -67,6 +81,11 @@ class _PodClaims:
     # Identifies the claims' specs, for reusing verdicts across identical nodes.
     signature: bytes = b""
     scores: dict[int, float] = field(default_factory=dict)
+    # Prioritized-list score: what allocated claims add on every node, and each node's raw total.
+    base_rank: int = 0
+    ranks: dict[int, int] = field(default_factory=dict)
+    # Some claim to allocate has prioritized alternatives (then the node filter runs on every node).
+    alternatives: bool = False
     # Extended resources DRA can serve: (container index, container, resource, count), and the class map.
     extended: list[tuple[int, str, str, int]] = field(default_factory=list)
     served: Mapping[str, str] = field(default_factory=dict)
@@ -105,8 +124,8 @@ class DynamicResources:
         self.chooser = chooser
         self._allocators: dict[int, Allocator] = {}
         self._indexes: dict[int, DeviceIndex] = {}
-        # (claims, node hardware, used devices) -> (feasible, score); see NodeLayout.
-        self._verdicts: dict[tuple[bytes, bytes, int], tuple[Status, float]] = {}
+        # (claims, node hardware, used devices) -> (feasible, score, prioritized rank); see NodeLayout.
+        self._verdicts: dict[tuple[bytes, bytes, int], tuple[Status, float, int]] = {}
         self._served: tuple[object, Mapping[str, str]] | None = None
 
     @classmethod
@@ -200,6 +219,7 @@ class DynamicResources:
                     return unschedulable(NAME, IN_USE)
                 if allocation.node_selector is not None:
                     data.pinned.append(allocation.node_selector)
+                data.base_rank += claim_rank(claim, allocation)
                 continue
             for request, class_name in _request_classes(claim):
                 if class_name and class_name not in cycle.state.classes:
@@ -210,6 +230,7 @@ class DynamicResources:
         data.extended = requested(info.pod, served) if served else []
         data.served = served
         if data.to_allocate:
+            data.alternatives = has_alternatives(data.to_allocate)
             self._plan_counts(cycle, data)
             data.signature = msgspec.msgpack.encode([c.spec for c in data.to_allocate], enc_hook=str)
         return SUCCESS
@@ -285,12 +306,13 @@ class DynamicResources:
             verdict = self._verdicts.get(verdict_key)
             if verdict is not None:
                 data.scores[index] = verdict[1]
+                data.ranks[index] = verdict[2]
                 return verdict[0]
         status, score = self._allocate(cycle, data, index)
         if verdict_key is not None and status.code is not Code.ERROR:
             if len(self._verdicts) > 100_000:
                 self._verdicts.clear()
-            self._verdicts[verdict_key] = (status, score)
+            self._verdicts[verdict_key] = (status, score, data.ranks.get(index, 0))
         return status
 
     def _allocate(
@@ -318,6 +340,9 @@ class DynamicResources:
             return unschedulable(NAME, CANNOT_ALLOCATE), 0.0
         data.outcomes[index] = outcome
         data.scores[index] = outcome.score or 0.0
+        if not choose:
+            new = outcome.results[: len(data.keys)]
+            data.ranks[index] = data.base_rank + allocation_rank(data.to_allocate, new)
         return SUCCESS, data.scores[index]
 
     def reserve(self, cycle: Cycle, index: int) -> Status:
@@ -342,7 +367,15 @@ class DynamicResources:
 
     def score(self, cycle: Cycle, nodes: IntArray) -> FloatArray:
         data = self._data(cycle)
-        if self.scorer is None or not data.outcomes:
+        if self.scorer is None:
+            if not data.to_allocate or not (data.base_rank or data.alternatives):
+                return np.zeros(nodes.size)
+            if not data.alternatives:
+                # Only claims allocated before took alternatives: the same on every node.
+                return np.full(nodes.size, float(MAX_NODE_SCORE))
+            # A wrapper that decided feasibility from counts (GpuPlacement) may skip the filter.
+            return normalize([data.ranks.get(int(i), data.base_rank) for i in nodes])
+        if not data.outcomes:
             return np.zeros(nodes.size)
         raw = np.array(
             [data.outcomes[int(i)].score or 0.0 if int(i) in data.outcomes else 0.0 for i in nodes],

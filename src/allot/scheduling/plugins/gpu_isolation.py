@@ -15,6 +15,11 @@ see `allot.scheduling.sharing.domains`.
   excluded GPU, so the rule holds even next to a DRA plugin that does not
   read the exclusion (plain DynamicResources); list GpuIsolation after it.
 
+It is in the default profile (secure by default); on a cluster whose
+ResourceSlices publish no device that allows multiple allocations it does
+nothing at all. A cluster opts out by disabling the plugin in its
+KubeSchedulerConfiguration or with `trustDomain: any`.
+
 Args: `trustDomain`: `namespace` | `label:<key>` | `localQueue` | `any`.
 """
 
@@ -46,6 +51,8 @@ class GpuIsolation:
         self.trust_domain = trust_domain if trust_domain is not None else TrustDomain()
         self._allocator: Allocator | None = None
         self._reader: DemandReader | None = None
+        # Per slice index: whether any device may be allocated more than once (else nothing to do).
+        self._shared: tuple[object, bool] | None = None
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any]) -> GpuIsolation:
@@ -65,11 +72,23 @@ class GpuIsolation:
             self._reader = DemandReader(table)
         return table
 
+    def _active(self, state: ClusterState) -> bool:
+        """Whether pods must be kept apart here: isolation is on and some device can be shared."""
+        if not self.trust_domain.isolates or not state.features.consumable_capacity:
+            return False
+        slices = state.slices
+        if self._shared is None or self._shared[0] is not slices:
+            shared = any(
+                device.allow_multiple_allocations for s in slices.slices for device in s.spec.devices
+            )
+            self._shared = (slices, shared)
+        return self._shared[1]
+
     def equivalence_key(self, state: ClusterState, info: PodInfo) -> str:
-        return self.trust_domain.domain_of(state, info) if self.trust_domain.isolates else ""
+        return self.trust_domain.domain_of(state, info) if self._active(state) else ""
 
     def pre_filter(self, cycle: Cycle) -> Status:
-        if not self.trust_domain.isolates:
+        if not self._active(cycle.state):
             return SUCCESS
         table = self._table(cycle)
         owners = table.owners(self.trust_domain.key, self.trust_domain.domain_of)

@@ -8,10 +8,15 @@ are handled by a DynamicResources inside it, and three things are added.
    GPUs of the request's shape with room for the request's capacity and
    open to the pod's trust domain: one array comparison over all nodes,
    and the allocator runs on the chosen node only.
-2. Node scores from the policy (ScorePlugin). Ties go to the node that
-   sorts first by name (`tieBreak: name`, the default: the FGD simulator
-   breaks ties by node order too and randomises node names per seed), or
-   to a random one from the caller's seed (`tieBreak: random`).
+2. Node scores from the policy (ScorePlugin). Ties are left to the
+   scheduler's seeded per-pod tie-break (`tieBreak: scheduler`, the
+   default), go to the node that sorts first by name (`tieBreak: name`: the
+   FGD simulator breaks ties by node order and randomises node names per
+   seed, and FGD's figures depend on it), or to a random one from the
+   plugin's `seed` (`tieBreak: random`). Both nudge the scores: `random`
+   by less than the gap between two of the policy's scores, `name` by a
+   millionth, so that only an exact tie of the profile's total is decided
+   by node order.
 3. The GPU inside the node, through DynamicResources' device-choice hook:
    the policy names the GPUs it wants; the allocator is first offered
    exactly those (every other shared GPU of the node excluded) and, should
@@ -59,6 +64,8 @@ NO_ROOM = "insufficient shared GPU capacity"
 OTHER_DOMAIN = "shared GPUs in use by another trust domain"
 RANDOM = "random"
 BY_NAME = "name"
+BY_SCHEDULER = "scheduler"
+TIE_BREAKS = (BY_SCHEDULER, BY_NAME, RANDOM)
 
 
 @dataclass(slots=True)
@@ -121,12 +128,12 @@ class GpuPlacement:
         *,
         policy: Policy | None = None,
         seed: int = 0,
-        tie_break: str = BY_NAME,
+        tie_break: str = BY_SCHEDULER,
         step_budget: int = 100_000,
         reject_in_pre_filter: bool = False,
     ) -> None:
-        if tie_break not in (RANDOM, BY_NAME):
-            raise ValueError(f"{NAME}.tieBreak: expected random or name, got {tie_break!r}")
+        if tie_break not in TIE_BREAKS:
+            raise ValueError(f"{NAME}.tieBreak: expected one of {', '.join(TIE_BREAKS)}, got {tie_break!r}")
         self.policy = policy
         self.tie_break = tie_break
         self.reject_in_pre_filter = reject_in_pre_filter
@@ -151,7 +158,7 @@ class GpuPlacement:
         return cls(
             policy=policy,
             seed=seed,
-            tie_break=str(args.get("tieBreak", BY_NAME)),
+            tie_break=str(args.get("tieBreak", BY_SCHEDULER)),
             step_budget=budget,
             reject_in_pre_filter=bool(args.get("rejectInPreFilter", False)),
         )
@@ -289,6 +296,10 @@ class GpuPlacement:
             # scores get a nudge too small to matter except between equals.
             scale = 0.5 if self.policy.integer_scores else 1e-9
             scores = scores + self.rng.random(nodes.size) * scale
+        elif self.tie_break == BY_NAME:
+            # Node order (`nodes` ascend by index, i.e. name): a nudge far below any gap between
+            # the profile's summed scores, so only an exact tie of the total is decided by it.
+            scores = scores + (1.0 - np.arange(nodes.size, dtype=np.float64) / max(nodes.size, 1)) * 1e-6
         result: FloatArray = scores
         return result
 

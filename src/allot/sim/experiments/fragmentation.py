@@ -13,7 +13,8 @@ Protocol (research/sharing.md 1.6 and 1.8, the authors' simulator):
 3. Pods are placed one at a time in that order, with no departures, by
    allot's Scheduler with one profile: the default filters, GpuPlacement
    (the policy under test) and every node scored (percentageOfNodesToScore
-   100). Ties go to the first node by name, so the seed's name permutation
+   100); GpuIsolation with `trustDomain: any`, as the paper lets any pods
+   share a GPU. Ties go to the first node by name, so the seed's name permutation
    decides them, as in the simulator (whose results depend on it: with
    ties broken at random per decision, FGD opens every 8-GPU node and
    leaves about 10.7 % unallocated instead of 4.8 %). A pod that does not
@@ -296,12 +297,21 @@ def profile(
     }
     if workload is not None:
         args["targetWorkload"] = workload
+    # The FGD paper packs any pods onto one GPU: no trust domains (openb's pods share one
+    # namespace anyway), stated here rather than left to the default profile's isolation.
     return Profile(
         scheduler_name=PROFILE,
-        filters=("NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "GpuPlacement"),
+        filters=(
+            "NodeUnschedulable",
+            "TaintToleration",
+            "NodeAffinity",
+            "NodeResourcesFit",
+            "GpuPlacement",
+            "GpuIsolation",
+        ),
         score_weights={"GpuPlacement": 1000},
         percentage_of_nodes_to_score=100,
-        plugin_args={"GpuPlacement": args},
+        plugin_args={"GpuPlacement": args, "GpuIsolation": {"trustDomain": "any"}},
     )
 
 

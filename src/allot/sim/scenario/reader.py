@@ -55,10 +55,11 @@ def parse_duration(value: Any) -> float | None:
         position = match.end()
     if position == 0 or position != len(text):
         try:
-            return float(text)
+            total = float(text)
         except ValueError:
             return None
-    return total
+    # "1e99999" reads as infinity: no duration.
+    return total if math.isfinite(total) else None
 
 
 def parse_rate(value: Any) -> float | None:

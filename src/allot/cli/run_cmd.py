@@ -1,0 +1,218 @@
+"""`allot run`: the live scheduler (a second scheduler, `schedulerName: allot`, beside kube-scheduler)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from allot.cli.profiles import load_profiles
+from allot.scheduling.profile import Profile
+
+DEFAULT_SCHEDULER_NAME = "allot"
+
+
+class _JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message (structured logs for collectors)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def configure_logging(fmt: str, level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("allot")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+@click.command()
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account).",
+)
+@click.option("--context", help="Kubeconfig context (default: its current-context).")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="KubeSchedulerConfiguration: allot schedules the pods whose schedulerName is one of its profiles.",
+)
+@click.option(
+    "--scheduler-name",
+    default=None,
+    help=f"Profile name when no --config is given (default {DEFAULT_SCHEDULER_NAME}).",
+)
+@click.option(
+    "--leader-elect/--no-leader-elect",
+    default=False,
+    show_default=True,
+    help="Schedule only while holding a Lease (run two replicas).",
+)
+@click.option("--leader-elect-namespace", default="kube-system", show_default=True)
+@click.option("--leader-elect-name", default="allot-scheduler", show_default=True)
+@click.option(
+    "--leader-elect-lease-duration",
+    type=click.FloatRange(min=1),
+    default=15.0,
+    show_default=True,
+    help="Seconds a standby waits after the last renewal before taking over.",
+)
+@click.option(
+    "--leader-elect-renew-deadline",
+    type=click.FloatRange(min=0.5),
+    default=10.0,
+    show_default=True,
+    help="Seconds the leader keeps trying to renew before it stops.",
+)
+@click.option("--leader-elect-retry-period", type=click.FloatRange(min=0.1), default=2.0, show_default=True)
+@click.option(
+    "--identity", default="", help="This replica's name in the Lease (default: hostname and a random suffix)."
+)
+@click.option(
+    "--kube-api-qps",
+    type=click.FloatRange(min=0),
+    default=50.0,
+    show_default=True,
+    help="Client-side request rate limit (0: none).",
+)
+@click.option("--kube-api-burst", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--bind-address", default="0.0.0.0", show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(min=-1, max=65535),
+    default=10259,
+    show_default=True,
+    help="HTTP port for /metrics, /healthz, /readyz (-1: none, 0: any free port).",
+)
+@click.option(
+    "--webhook-port",
+    type=click.IntRange(min=0, max=65535),
+    default=9443,
+    show_default=True,
+    help="HTTPS port of the Job admission webhook (0: any free port).",
+)
+@click.option(
+    "--webhook-cert-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="TLS certificate of the webhook; with --webhook-key-file, the webhook is served.",
+)
+@click.option(
+    "--webhook-key-file", type=click.Path(exists=True, dir_okay=False), help="TLS key of the webhook."
+)
+@click.option(
+    "--victim-timeout",
+    type=click.FloatRange(min=1),
+    default=300.0,
+    show_default=True,
+    help="Seconds a nominated pod waits for its preemption victims to go before it is tried again.",
+)
+@click.option(
+    "--kueue/--no-kueue",
+    default=True,
+    show_default=True,
+    help="Admit pods naming a Kueue LocalQueue where Kueue's objects are served.",
+)
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True
+)
+def run(
+    kubeconfig: str | None,
+    context: str | None,
+    config_path: Path | None,
+    scheduler_name: str | None,
+    leader_elect: bool,
+    leader_elect_namespace: str,
+    leader_elect_name: str,
+    leader_elect_lease_duration: float,
+    leader_elect_renew_deadline: float,
+    leader_elect_retry_period: float,
+    identity: str,
+    kube_api_qps: float,
+    kube_api_burst: int,
+    bind_address: str,
+    port: int,
+    webhook_port: int,
+    webhook_cert_file: str | None,
+    webhook_key_file: str | None,
+    victim_timeout: float,
+    kueue: bool,
+    log_format: str,
+    log_level: str,
+) -> None:
+    """Schedule a live cluster: pods whose schedulerName is one of allot's profiles.
+
+    The same engine as `allot simulate` and `allot place`: Kueue admission where a pod names a
+    LocalQueue, gangs, DRA, topology, GPU sharing and preemption. See docs/live.md.
+    """
+    from allot.live.app import LeadershipLost, RunSettings
+    from allot.live.app import run as run_live
+    from allot.live.client import ClientOptions
+    from allot.live.leader import LeaseSettings
+    from allot.live.scheduler import KueueConflict
+
+    configure_logging(log_format, log_level)
+    if (
+        leader_elect
+        and not leader_elect_retry_period < leader_elect_renew_deadline < leader_elect_lease_duration
+    ):
+        raise click.BadParameter(
+            "expected retry period < renew deadline < lease duration", param_hint="--leader-elect-*"
+        )
+    if config_path is not None:
+        profiles = load_profiles(config_path)
+        if scheduler_name is not None and scheduler_name not in profiles:
+            raise click.BadParameter(
+                f"no profile named {scheduler_name!r} in {config_path}", param_hint="--scheduler-name"
+            )
+    else:
+        name = scheduler_name or DEFAULT_SCHEDULER_NAME
+        profiles = {name: Profile(scheduler_name=name)}
+    settings = RunSettings(
+        profiles=profiles,
+        client=ClientOptions(kubeconfig=kubeconfig, context=context, qps=kube_api_qps, burst=kube_api_burst),
+        leader_elect=leader_elect,
+        lease=LeaseSettings(
+            namespace=leader_elect_namespace,
+            name=leader_elect_name,
+            lease_duration=leader_elect_lease_duration,
+            renew_deadline=leader_elect_renew_deadline,
+            retry_period=leader_elect_retry_period,
+        ),
+        identity=identity,
+        bind_address=bind_address,
+        port=port,
+        kueue=kueue,
+        victim_timeout=victim_timeout,
+        webhook_port=webhook_port,
+        webhook_cert_file=webhook_cert_file,
+        webhook_key_file=webhook_key_file,
+    )
+    if (webhook_cert_file is None) != (webhook_key_file is None):
+        raise click.UsageError("--webhook-cert-file and --webhook-key-file go together")
+    try:
+        asyncio.run(run_live(settings))
+    except LeadershipLost as lost:
+        click.echo(f"allot run: {lost}", err=True)
+        sys.exit(1)
+    except (ValueError, KueueConflict) as error:
+        click.echo(f"allot run: {error}", err=True)
+        sys.exit(1)

@@ -1,0 +1,127 @@
+"""Running the live scheduler as a process: client, leader election, HTTP port, signals.
+
+`run(settings)` is what `allot run` calls: it connects to the API server, serves /metrics,
+/healthz and /readyz, mirrors the cluster, and schedules while it holds the Lease (or
+always, without `--leader-elect`). SIGTERM and SIGINT stop it gracefully: the writes under
+way finish, the Lease is given up. Losing the Lease stops the process with exit status 1,
+as kube-scheduler does, so its Deployment starts a fresh replica that rebuilds from the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from allot.live.client import ApiClient, ClientOptions
+from allot.live.http import bound_port, make_app, serve
+from allot.live.leader import LeaderElector, LeaseSettings
+from allot.live.metrics import Metrics
+from allot.live.scheduler import LiveOptions, LiveScheduler
+from allot.live.webhook import make_webhook_app, serve_webhook, tls_context
+from allot.scheduling.profile import Profile
+
+log = logging.getLogger("allot.live")
+
+
+@dataclass
+class RunSettings:
+    profiles: Mapping[str, Profile]
+    client: ClientOptions = field(default_factory=ClientOptions)
+    leader_elect: bool = False
+    lease: LeaseSettings = field(default_factory=LeaseSettings)
+    identity: str = ""
+    bind_address: str = "0.0.0.0"
+    port: int = 10259
+    kueue: bool = True
+    victim_timeout: float = 300.0
+    # The Job webhook (TLS); served only when both files are given.
+    webhook_port: int = 9443
+    webhook_cert_file: str | None = None
+    webhook_key_file: str | None = None
+
+
+class LeadershipLost(RuntimeError):
+    """The Lease was lost while leading: the process must stop scheduling at once."""
+
+
+async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        # Not possible outside the main thread (a test running the scheduler in a thread).
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, stop.set)
+    identity = settings.identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+    client = ApiClient.connect(settings.client)
+    metrics = Metrics(profile=sorted(settings.profiles)[0] if settings.profiles else "allot")
+    scheduler = LiveScheduler(
+        client,
+        LiveOptions(
+            profiles=settings.profiles,
+            kueue=settings.kueue,
+            identity=identity,
+            victim_timeout=settings.victim_timeout,
+        ),
+        metrics=metrics,
+    )
+    elector: LeaderElector | None = None
+    if settings.leader_elect:
+        elector = LeaderElector(client, identity, settings.lease)
+        scheduler.may_schedule = elector.leading.is_set
+    runner = None
+    if settings.port >= 0:
+        app = make_app(
+            metrics=metrics,
+            synced=lambda: scheduler.readiness.synced,
+            leading=lambda: elector is None or elector.leading.is_set(),
+            last_step=lambda: scheduler.last_step,
+        )
+        runner = await serve(app, settings.bind_address, settings.port)
+        log.info("serving /metrics, /healthz, /readyz on %s:%d", settings.bind_address, bound_port(runner))
+    webhook = None
+    if settings.webhook_cert_file and settings.webhook_key_file:
+        context = tls_context(settings.webhook_cert_file, settings.webhook_key_file)
+        scheduler_name = sorted(settings.profiles)[0] if settings.profiles else None
+        webhook = await serve_webhook(
+            make_webhook_app(scheduler_name=scheduler_name),
+            settings.bind_address,
+            settings.webhook_port,
+            context,
+        )
+        log.info("serving the Job webhook on %s:%d", settings.bind_address, bound_port(webhook))
+    tasks: list[asyncio.Task[object]] = []
+    lost = False
+    try:
+        if elector is not None:
+            tasks.append(loop.create_task(_lead(elector, stop, scheduler)))
+        await scheduler.run(stop)
+        lost = elector is not None and elector.lost.is_set()
+        if scheduler.fatal is not None:
+            raise scheduler.fatal
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if elector is not None:
+            await elector.release()
+        if runner is not None:
+            await runner.cleanup()
+        if webhook is not None:
+            await webhook.cleanup()
+        await client.close()
+    if lost:
+        raise LeadershipLost(f"lost the lease {settings.lease.namespace}/{settings.lease.name}")
+
+
+async def _lead(elector: LeaderElector, stop: asyncio.Event, scheduler: LiveScheduler) -> None:
+    if not await elector.acquire(stop):
+        return
+    scheduler.wake()
+    await elector.keep(stop)
+    if elector.lost.is_set():
+        stop.set()

@@ -92,3 +92,18 @@ def test_shared_gpu_takes_its_consumed_capacity_and_fragments() -> None:
     assert s.busy[0] == 1
     # The tenant holds max(compute, memory) of each pod's share: 0.3 + 0.5.
     assert s.tenant_allocated[0][0] == pytest.approx(0.8)
+
+
+def test_waiting_reasons_group_by_normalised_text_however_often_reported() -> None:
+    inventory = GpuInventory([plugin_node("n1", 1)], [])
+    recorder = Recorder(inventory, ["a"], {"a": "a"})
+    for name in ("j1", "j2"):
+        recorder.arrived(Job(f"a/{name}", "a", "a", 0.0), shape("a", 1), 0.0)
+    full = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+    recorder.waiting("a/j1-0", full, 0.0)
+    # Reported again (a retry), and for another pod with other counts: one reason, two pods.
+    recorder.waiting("a/j1-0", full, 50.0)
+    recorder.waiting("a/j2-0", "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.", 100.0)
+    recorder.bound("a/j1-0", "n1", {}, 1, 200.0, aligned=None, factor=1.0)
+    result = recorder.result(scenario="s", policy="p", seed=0, weights=[1.0], end=300.0, events=0, cycles=0)
+    assert result.pending_reasons == {"no node fits: Insufficient nvidia.com/gpu.": (200.0 + 200.0, 2)}

@@ -128,6 +128,9 @@ class AdmissionState:
         self._touched: set[str] = set(self.queues)
         self._assign_cache: dict[str, tuple[int, Workload, Assignment]] = {}
         self._backoff: list[tuple[float, str]] = []
+        # Whether releases and capacity events wake workloads parked for placement here; an engine
+        # that judges those itself with queueing hints turns it off and calls `requeue`.
+        self.wake_placement = True
         self._root_of = {name: node.root().name for name, node in self.tree.cqs.items()}
         # BestEffortFIFO: equivalence classes found inadmissible, per queue, until a waking event.
         self._inadmissible: dict[str, dict[tuple[object, ...], ParkReason]] = {
@@ -589,6 +592,8 @@ class AdmissionState:
         if kind in _QUOTA_EVENTS:
             self._wake(scope, lambda _k, r: r.kind is ParkKind.QUOTA, quota=True)
         elif kind in (EventKind.CAPACITY_FREED, EventKind.NODES_CHANGED):
+            if not self.wake_placement:
+                return
             flavor = event.flavor
 
             def placement(key: str, reason: ParkReason) -> bool:
@@ -624,11 +629,31 @@ class AdmissionState:
                 queue.unblock()
                 self._touched.add(name)
 
+    def requeue(self, key: str) -> None:
+        """Put a workload parked for placement back in line (its engine judged that it may fit now)."""
+        entry = self.entries.get(key)
+        if entry is None or entry.state != PENDING or entry.cluster_queue is None:
+            return
+        queue = self.queues[entry.cluster_queue]
+        reason = queue.parked.get(key)
+        if reason is not None and reason.kind is ParkKind.PLACEMENT:
+            queue.unpark(key)
+            self._touched.add(entry.cluster_queue)
+        elif (
+            queue.blocked is not None
+            and queue.blocked[0] == key
+            and queue.blocked[1].kind is ParkKind.PLACEMENT
+        ):
+            queue.unblock()
+            self._touched.add(entry.cluster_queue)
+
     def _wake_after_release(self, cluster_queue: str, flavors: frozenset[str]) -> None:
         def relevant(key: str, reason: ParkReason) -> bool:
             if reason.kind is ParkKind.QUOTA:
                 return True
-            return reason.kind is ParkKind.PLACEMENT and bool(self.entries[key].flavors & flavors)
+            if reason.kind is not ParkKind.PLACEMENT or not self.wake_placement:
+                return False
+            return bool(self.entries[key].flavors & flavors)
 
         self._wake(self._root_names(cluster_queue), relevant, quota=True)
 

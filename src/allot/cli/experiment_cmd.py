@@ -3,6 +3,7 @@
     allot experiment fragmentation                      # default trace, seven policies, seeds 42-51
     allot experiment fragmentation --trace all --jobs 2 --out results/
     allot experiment fragmentation --trace gpuspec33 --policy FGD --seeds 42-44
+    allot experiment fragmentation --trace all --ray auto      # on a Ray cluster
 
 Results accumulate in the output directory (`runs.csv`): runs already
 there are not repeated unless `--force`, so a long experiment can be run
@@ -35,6 +36,7 @@ from allot.sim.experiments.fragmentation import (
     specs,
     summarise,
 )
+from allot.sim.ray_pool import RayUnavailable
 
 SAVE_EVERY = 10
 MAX_SEEDS = 1000
@@ -129,6 +131,12 @@ def experiment() -> None:
     default=None,
     help="only the first N pods of each run (a quick look)",
 )
+@click.option(
+    "--ray",
+    "ray_address",
+    metavar="ADDRESS",
+    help="run on a Ray cluster (auto, ray://HOST:10001, or local) instead of local processes",
+)
 @click.option("--force", is_flag=True, help="run again what runs.csv already holds")
 @click.option("--no-plots", is_flag=True, help="write the CSV files only")
 def fragmentation(
@@ -140,6 +148,7 @@ def fragmentation(
     pods: int | None,
     force: bool,
     no_plots: bool,
+    ray_address: str | None,
 ) -> None:
     """The FGD paper's experiment: fill the openb cluster to 130 %, record unallocated GPU % (research/sharing.md 1.6)."""
     console = Console()
@@ -184,7 +193,10 @@ def fragmentation(
                 # A long experiment keeps what it has: an interrupted one resumes from here.
                 write_runs(done.values(), runs_file)
 
-        run_all(todo, jobs=jobs, done=finished)
+        try:
+            run_all(todo, jobs=jobs, done=finished, ray_address=ray_address)
+        except RayUnavailable as err:
+            raise click.ClickException(str(err)) from None
     results = list(done.values())
     keys = {(s.trace, s.policy, s.seed) for s in wanted}
     selected = [r for r in results if (r.trace, r.policy, r.seed) in keys]

@@ -38,6 +38,7 @@ from allot.sim.limits import (
 from allot.sim.metrics import Summary, summarize
 from allot.sim.parallel import Task, TaskFailed, default_workers, run_all
 from allot.sim.policies import Policy
+from allot.sim.ray_pool import RayUnavailable, run_tasks_on_ray
 from allot.sim.records import SimResult
 from allot.sim.scenario.build import Prepared, prepare
 from allot.sim.scenario.parse import load_scenario, parse_scenario
@@ -82,7 +83,9 @@ class _Bars:
             self.progress.update(self.tasks[index], completed=min(now, self.end), clock=fmt.duration(now))
 
 
-def _run(prepared: Prepared, *, check: bool, workers: int, console: Console | None) -> list[SimResult]:
+def _run(
+    prepared: Prepared, *, check: bool, workers: int, console: Console | None, ray_address: str | None = None
+) -> list[SimResult]:
     options = SimOptions(
         horizon=prepared.horizon, checkpoint=prepared.scenario.checkpoint, check_invariants=check
     )
@@ -103,6 +106,8 @@ def _run(prepared: Prepared, *, check: bool, workers: int, console: Console | No
 
         return run
 
+    if ray_address is not None:
+        return run_tasks_on_ray([task(p) for p in prepared.policies], address=ray_address)
     bars = _Bars(console, [p.name for p in prepared.policies], end) if console is not None else None
     try:
         return run_all(
@@ -201,6 +206,12 @@ def _limit(what: str, default: int, whole: str) -> Callable[[Callable[..., None]
     type=click.IntRange(min=1),
     help="Policies simulated at once, one process each (default: one per CPU).",
 )
+@click.option(
+    "--ray",
+    "ray_address",
+    metavar="ADDRESS",
+    help="Run the policies as tasks on a Ray cluster (auto, ray://HOST:10001, or local) instead of local processes.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @_limit("nodes", DEFAULT_MAX_NODES, "a cluster")
 @_limit("jobs", DEFAULT_MAX_JOBS, "a workload")
@@ -220,6 +231,7 @@ def simulate(
     max_nodes: int,
     max_jobs: int,
     max_pods: int,
+    ray_address: str | None,
 ) -> None:
     """Simulate SCENARIO (a scenario YAML; default: the built-in three-team DGX H100 cluster).
 
@@ -256,7 +268,11 @@ def simulate(
             check=check,
             workers=workers or default_workers(len(prepared.policies)),
             console=err_console if show_progress else None,
+            ray_address=ray_address,
         )
+    except RayUnavailable as err:
+        click.echo(f"error: {err}", err=True)
+        raise SystemExit(1) from None
     except (SimulationError, TaskFailed) as failure:
         if isinstance(failure, TaskFailed) and failure.kind != SimulationError.__name__:
             raise

@@ -24,6 +24,7 @@ from msgspec.structs import replace
 
 from allot.cluster import claims as claimlib
 from allot.cluster import hami
+from allot.cluster.events import ClusterEvent, ClusterEventKind
 from allot.cluster.journal import Journal
 from allot.cluster.nodes import NodeTable
 from allot.cluster.resources import PODS, Amounts, nonzero_cpu_memory, pod_requests
@@ -146,6 +147,11 @@ class ClusterState:
         self._binds = 0
         # Counts changes that may let waiting pods fit (a pod leaving a node, a node coming back).
         self.releases = 0
+        # Events for queueing hints, kept only once someone listens (`listen_for_events`).
+        self._events: list[ClusterEvent] | None = None
+        self._global_pools = {
+            (s.spec.driver, s.spec.pool.name) for s in self.slices.slices if not s.spec.node_name
+        }
         for pod in pods:
             self._add_pod(pod, bind_existing=True)
         # Building the initial state is not a what-if: nothing to undo.
@@ -187,6 +193,29 @@ class ClusterState:
         """The pod's claims that exist, in spec order."""
         return [self.claims[key] for _, key in info.claims if key in self.claims]
 
+    # -- events ---------------------------------------------------------------------------
+
+    def listen_for_events(self) -> None:
+        """Start keeping the events this state emits (pods added, bound, leaving; nodes changing)."""
+        if self._events is None:
+            self._events = []
+
+    def take_events(self) -> list[ClusterEvent]:
+        """The events committed since the last call (none while a transaction is open)."""
+        events = self._events
+        if not events or self.journal.recording:
+            return []
+        self._events = []
+        return events
+
+    def _emit(self, event: ClusterEvent) -> None:
+        events = self._events
+        if events is None:
+            return
+        events.append(event)
+        # A what-if that is rolled back leaves no event behind.
+        self.journal.record(events.pop)
+
     # -- changes (each journaled) ---------------------------------------------------------
 
     def add_pod(self, pod: Pod) -> PodInfo:
@@ -217,6 +246,7 @@ class ClusterState:
         )
         self.pods[key] = info
         self.journal.record(lambda: self.pods.pop(key, None))
+        self._emit(ClusterEvent(ClusterEventKind.POD_ADDED, priority=info.priority, pod=key))
         if bind_existing and pod.spec.node_name and pod.status.phase not in TERMINAL_PHASES:
             index = self.nodes.index.get(pod.spec.node_name)
             if index is not None:
@@ -291,6 +321,7 @@ class ClusterState:
         info.started = self._binds
         key = info.key
         self._notify_pod(info, +1)
+        self._emit(ClusterEvent(ClusterEventKind.POD_BOUND, index, info.priority, key))
 
         def undo() -> None:
             self._notify_pod(info, -1)
@@ -386,6 +417,7 @@ class ClusterState:
         self._put_claim(claim)
         if not claim.status.reserved_for:
             self.deallocate_claim(claim_key)
+            self._emit(ClusterEvent(ClusterEventKind.CLAIM_CHANGED, pod=pod_key))
 
     def _count_release(self) -> None:
         # Journaled: a rolled-back release (a preemption that was only tried) must not wake parked pods.
@@ -404,8 +436,10 @@ class ClusterState:
         info = self.pods[pod_key]
         if info.node is None:
             return
+        index = info.node
         self._vacate(info)
         self._count_release()
+        shared = False
         for _, claim_key in info.claims:
             claim = self.claims.get(claim_key)
             if claim is None:
@@ -413,7 +447,17 @@ class ClusterState:
             claim = claimlib.without_reservation(claim, info.pod)
             self._put_claim(claim)
             if not claim.status.reserved_for:
+                shared = shared or self._frees_shared_devices(claim_key)
                 self.deallocate_claim(claim_key)
+        # Devices of pools not tied to this node become free for other nodes too: a cluster-wide event.
+        node = None if shared else index
+        self._emit(ClusterEvent(ClusterEventKind.POD_LEFT, node, info.priority, pod_key))
+
+    def _frees_shared_devices(self, claim_key: str) -> bool:
+        allocation = self.claims[claim_key].status.allocation
+        if allocation is None or not self._global_pools:
+            return False
+        return any((r.driver, r.pool) in self._global_pools for r in allocation.devices.results)
 
     def remove_pod(self, pod_key: str) -> None:
         """Delete a pod: unbind it and delete the claims generated for it."""
@@ -446,9 +490,11 @@ class ClusterState:
         self.journal.record(lambda: setattr(info, "pod", previous))
 
     def set_node_ready(self, node_name: str, ready: bool) -> None:
-        self.nodes.set_ready(self.nodes.index[node_name], ready)
+        index = self.nodes.index[node_name]
+        self.nodes.set_ready(index, ready)
         if ready:
             self._count_release()
+        self._emit(ClusterEvent(ClusterEventKind.NODE_CHANGED, index))
 
     # -- what the API says (live clusters) ---------------------------------------------------
     #
@@ -483,6 +529,8 @@ class ClusterState:
         # Caches built over node positions (device indexes, sharing tables) key on the slice index.
         self.slices = SliceIndex(self._slice_objects, self._taint_rules)
         self.releases += 1
+        # Node positions changed: an event for the whole cluster.
+        self._emit(ClusterEvent(ClusterEventKind.NODE_CHANGED))
 
     def replace_devices(
         self,
@@ -501,6 +549,12 @@ class ClusterState:
             self.classes = {c.name: c for c in classes}
         self.slices = SliceIndex(self._slice_objects, self._taint_rules)
         self.releases += 1
+        self._global_pools = {
+            (s.spec.driver, s.spec.pool.name) for s in self._slice_objects if not s.spec.node_name
+        }
+        self._emit(ClusterEvent(ClusterEventKind.SLICE_CHANGED))
+        if classes is not None:
+            self._emit(ClusterEvent(ClusterEventKind.CLASS_CHANGED))
 
     def apply_claim(self, claim: ResourceClaim) -> None:
         """A claim as the API server holds it now (created, allocated, reserved, deallocated)."""
@@ -509,6 +563,7 @@ class ClusterState:
         before = previous.status.allocation if previous is not None else None
         after = claim.status.allocation
         self.claims[claim.key] = claim
+        self._emit(ClusterEvent(ClusterEventKind.CLAIM_CHANGED))
         if before == after:
             return
         if before is not None:
@@ -524,6 +579,8 @@ class ClusterState:
         if claim is not None and claim.status.allocation is not None:
             self._apply_allocation(claim.status.allocation, -1)
             self.releases += 1
+        if claim is not None:
+            self._emit(ClusterEvent(ClusterEventKind.CLAIM_CHANGED))
 
     def add_bound_pod(self, pod: Pod) -> PodInfo:
         """A pod the API shows bound to a node of this state (`spec.nodeName`): it takes its
@@ -548,8 +605,10 @@ class ClusterState:
         self._outside_transaction("vacate")
         info = self.pods[pod_key]
         if info.node is not None:
+            index = info.node
             self._vacate(info)
             self.releases += 1
+            self._emit(ClusterEvent(ClusterEventKind.POD_LEFT, index, info.priority, pod_key))
 
     def update_pod(self, pod: Pod) -> PodInfo:
         """A newer version of a pod the state holds (labels, gates, claim statuses, priority).
@@ -566,6 +625,7 @@ class ClusterState:
             info.requests = pod_requests(pod)
             info.nonzero = nonzero_cpu_memory(pod)
             info.priority = resolve_priority(pod, self.priority_classes)
+        self._emit(ClusterEvent(ClusterEventKind.POD_UPDATED, info.node, info.priority, pod.key))
         return info
 
     def drop_pod(self, pod_key: str) -> None:
@@ -573,8 +633,10 @@ class ClusterState:
         self._outside_transaction("drop_pod")
         info = self.pods.pop(pod_key, None)
         if info is not None and info.node is not None:
+            index = info.node
             self._vacate(info)
             self.releases += 1
+            self._emit(ClusterEvent(ClusterEventKind.POD_LEFT, index, info.priority, pod_key))
 
     def forget(self, pod_key: str) -> list[str]:
         """Undo what this state assumed for a pod whose binding failed: it leaves its node and

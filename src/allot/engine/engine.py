@@ -1,6 +1,6 @@
 """One scheduling cycle: admission order, quota fit, placement, preemption, decisions.
 
-`Engine.cycle(now)` looks at every pending pod once and returns what it
+`Engine.cycle(now)` tries the work that is due and returns what it
 decided, having applied it to the ClusterState (and AdmissionState):
 
 1. Workloads submitted to Kueue queues, in admission order (fair sharing,
@@ -14,16 +14,21 @@ decided, having applied it to the ClusterState (and AdmissionState):
    lower-priority pods.
 
 A pod or workload that fails waits until something that could help
-happens (a pod leaves a node, a node comes back, quota is released): it is
-not retried every cycle. The engine does no I/O and reads no clock.
+happens, kube-scheduler's queueing hints: the ClusterState reports what
+changed (pods added, bound, leaving; nodes changing) as `ClusterEvent`s,
+drivers report the rest through `notify`, and only work whose rejecting
+plugins declared such an event, and that the event could let fit, is tried
+again (`allot.engine.queueing`, `allot.scheduling.hints`,
+`allot.engine.workload_hints`; Kueue's own requeue rules stay in
+`allot.admission`). A cycle therefore costs what changed, not the length
+of the queue. `EnginePolicy.queueing` sets backoff, the unschedulable
+safety net (`next_wakeup`) and a hints-off mode for checking. The engine
+does no I/O and reads no clock.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from msgspec.structs import replace
 
@@ -32,45 +37,31 @@ from allot.admission.flavors import Mode
 from allot.admission.standing import queue_position, workload_pods
 from allot.admission.state import AdmissionState
 from allot.admission.workload import Workload
-from allot.cluster.claims import pod_uid
+from allot.cluster.events import ClusterEvent, ClusterEventKind
 from allot.cluster.state import ClusterState, PodInfo
-from allot.engine.decisions import Admitted, Bound, CycleResult, Deallocated, Decision, Evicted, Waiting
+from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
+from allot.engine.pod_path import PodPath
+from allot.engine.policy import EnginePolicy
+from allot.engine.queueing import OrderKey, QueueingConfig, SchedulingQueue
+from allot.engine.workload_hints import PlacementWaits
 from allot.model.kueue import QUEUE_NAME_LABEL, Topology
-from allot.model.timestamps import parse_timestamp
-from allot.scheduling.framework import BoolArray
-from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gangs, place_gang
+from allot.scheduling.gang import Gang, GangUnschedulable
+from allot.scheduling.hints import Hints
 from allot.scheduling.preemption import Preemptor
 from allot.scheduling.profile import Profile
-from allot.scheduling.scheduler import Outcome, Placement, Scheduler, Unschedulable
-from allot.scheduling.topology.tas import place_gang_in_topology, topology_request
+from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
+from allot.scheduling.topology.tas import topology_request
 
-PREEMPTED_BY_POD = "Preempted by a higher-priority pod"
-# kube-scheduler's reason for a pod that still has scheduling gates (it is not tried at all).
-SCHEDULING_GATED = "SchedulingGated: waiting for scheduling gates: {gates}"
-
-
-def scheduling_gates(info: PodInfo) -> str:
-    """The pod's scheduling gates, comma-separated; empty when it may be scheduled."""
-    return ", ".join(gate.name for gate in info.pod.spec.scheduling_gates)
-
-
-@dataclass(frozen=True, slots=True)
-class EnginePolicy:
-    """How the engine orders and protects work.
-
-    `queues`: admit pods that carry a Kueue queue label through the
-    admission state (True), or treat every pod as kube-scheduler would,
-    by priority then arrival (False, the "fifo-priority" baseline).
-    `preemption`: whether pods outside Kueue may preempt lower priorities.
-    """
-
-    queues: bool = True
-    preemption: bool = True
-    # Only pods naming this scheduler are considered (as a second scheduler beside kube-scheduler); None = all.
-    scheduler_name: str | None = None
+# Cluster events that are also Kueue's requeue events.
+_ADMISSION_KINDS = {
+    ClusterEventKind.QUOTA_CHANGED: EventKind.QUOTA_CHANGED,
+    ClusterEventKind.QUEUES_CHANGED: EventKind.QUEUES_CHANGED,
+    ClusterEventKind.WORKLOAD_FINISHED: EventKind.WORKLOAD_FINISHED,
+    ClusterEventKind.NODE_ADDED: EventKind.NODES_CHANGED,
+}
 
 
-class Engine:
+class Engine(PodPath):
     """Decides where pending work goes; see the module docstring for the cycle."""
 
     def __init__(
@@ -94,8 +85,31 @@ class Engine:
         # Kueue Topology objects, for gangs that ask for a topology level (TAS).
         self.topologies: dict[str, Topology] = {t.name: t for t in sorted(topologies, key=lambda t: t.name)}
         self.preemptor = Preemptor(self.scheduler)
-        # pod -> the `releases` count when it last failed; retried only after something left.
-        self._parked: dict[str, tuple[int, str]] = {}
+        # Pods outside Kueue wait here (active, unschedulable, backing off); see allot.engine.queueing.
+        self._queue = SchedulingQueue(self.policy.queueing)
+        self._hints = Hints(self.scheduler)
+        # Pod group -> its pods outside Kueue; a gang's last reason, by unit.
+        self._groups: dict[str, set[str]] = {}
+        self._gang_reasons: dict[str, str] = {}
+        # Pods that became pending during a cycle, tried from the next one.
+        self._deferred: list[tuple[str, OrderKey]] = []
+        # Pods with scheduling gates: not tried until a driver says they changed (`retry`).
+        self._gated: set[str] = set()
+        # Events drivers reported (`notify`), seen at the next cycle.
+        self._reported: list[ClusterEvent] = []
+        # Queued (Kueue) pods that arrived since the last cycle, in arrival order.
+        self._arrived_queued: list[str] = []
+        # Kueue workloads that fit quota but not the nodes, and the hints that wake them.
+        self._placement_waits = (
+            PlacementWaits(
+                self.admission,
+                self.scheduler.fits_on,
+                self._probe_class,
+                hints=self.policy.queueing.hints,
+            )
+            if self.admission is not None
+            else None
+        )
         # Pods of admitted Kueue workloads, and their specs before Kueue edited them.
         self._workload_of_pod: dict[str, str] = {}
         self._original: dict[str, object] = {}
@@ -108,6 +122,11 @@ class Engine:
                 if pod_key in state.pods:
                     self._workload_of_pod[pod_key] = workload
                     self._submitted.add(pod_key)
+        state.listen_for_events()
+        for info in state.pending():
+            self._enqueue_pod(info.key, deferred=False)
+            if self.ours(info) and self.queued(info):
+                self._arrived_queued.append(info.key)
 
     # -- bookkeeping the drivers call --------------------------------------------------
 
@@ -129,14 +148,18 @@ class Engine:
         """Turn queued pods that arrived since the last cycle into Kueue workloads."""
         if self.admission is None:
             return
+        self._observe(now, None)
+        arrived, self._arrived_queued = self._arrived_queued, []
+        pods = self.state.pods
         fresh = [
             info.pod
-            for info in self.state.pending()
-            if self.ours(info)
+            for key in arrived
+            if (info := pods.get(key)) is not None
+            and not info.bound
             and self.queued(info)
             and not info.pod.spec.scheduling_gates
-            and info.key not in self._submitted
-            and info.key not in self._workload_of_pod
+            and key not in self._submitted
+            and key not in self._workload_of_pod
         ]
         if not fresh:
             return
@@ -166,13 +189,21 @@ class Engine:
         return self._evict_pod(pod_key, reason, "", now)
 
     def retry(self, pod_key: str) -> None:
-        """A waiting pod changed (its spec, labels or claims): try it in the next cycle."""
-        self._parked.pop(pod_key, None)
+        """A waiting pod changed (its spec, labels, gates or claims): try it in the next cycle."""
+        self._gated.discard(pod_key)
+        self._queue.forget([pod_key])
+        self._enqueue_pod(pod_key, deferred=False)
+        info = self.state.pods.get(pod_key)
+        if info is not None and self.ours(info) and self.queued(info) and pod_key not in self._submitted:
+            self._arrived_queued.append(pod_key)
 
     def pod_deleted(self, pod_key: str) -> None:
         """A pod left the cluster for good: forget what the engine remembered of it, so a new pod
         with the same name starts afresh (drivers call this after removing it from the state)."""
-        self._parked.pop(pod_key, None)
+        self._queue.forget([pod_key])
+        self._gated.discard(pod_key)
+        for members in self._groups.values():
+            members.discard(pod_key)
         self._creation.pop(pod_key, None)
         self._submitted.discard(pod_key)
         self._original.pop(pod_key, None)
@@ -205,6 +236,10 @@ class Engine:
 
     def cycle(self, now: float = 0.0) -> CycleResult:
         decisions: list[Decision] = []
+        self._queue.begin_cycle(now)
+        if self._placement_waits is not None:
+            self._placement_waits.begin_cycle()
+        self._observe(now, None)
         if self.admission is not None:
             self.submit_new_workloads(now)
             self.admission.advance(now)
@@ -212,212 +247,26 @@ class Engine:
         self._schedule_pods(now, decisions)
         return CycleResult(tuple(decisions))
 
-    # -- kube-scheduler path ----------------------------------------------------------------
-
-    def _order(self, pending: Iterable[PodInfo]) -> list[PodInfo]:
-        """kube-scheduler's queue order: priority, then when the pod was created, then arrival here."""
-        return sorted(pending, key=lambda i: (-i.priority, self._created(i), i.sequence, i.key))
-
-    def _created(self, info: PodInfo) -> float:
-        # Pods without a creation timestamp (simulated ones) keep their arrival order among themselves.
-        created = self._creation.get(info.key)
-        if created is None:
-            parsed = parse_timestamp(info.pod.metadata.creation_timestamp)
-            created = self._creation[info.key] = parsed if parsed is not None else math.inf
-        return created
-
-    def _schedule_pods(self, now: float, decisions: list[Decision]) -> None:
-        state = self.state
-        pending = []
-        for info in state.pending():
-            if not self.ours(info):
-                continue
-            gates = scheduling_gates(info)
-            if gates:
-                decisions.append(Waiting(info.key, SCHEDULING_GATED.format(gates=gates)))
-            elif not self.queued(info):
-                pending.append(info)
-        if not pending:
+    def _observe(self, now: float, position: OrderKey | None) -> None:
+        """Take the state's committed events: new or pending-again pods join the queue, hints wake the rest."""
+        events = self.state.take_events()
+        if self._reported:
+            events = [*events, *self._reported]
+            self._reported.clear()
+        if not events:
             return
-        # A pod of an admitted Kueue workload is placed alone: its group was admitted as a whole.
-        groups = gangs(i for i in pending if i.key not in self._workload_of_pod)
-        member_of = {key: gang for gang in groups.values() for key in gang.members}
-        done_gangs: set[str] = set()
-        # Equivalence class -> (releases, reason) of a pod of that class that failed this cycle.
-        failed_classes: dict[bytes, tuple[int, str]] = {}
-        for info in self._order(pending):
-            if info.node is not None:
-                continue
-            parked = self._parked.get(info.key)
-            if parked is not None and parked[0] == state.releases:
-                decisions.append(Waiting(info.key, parked[1]))
-                continue
-            gang = member_of.get(info.key)
-            if gang is not None:
-                if gang.key in done_gangs:
-                    continue
-                done_gangs.add(gang.key)
-                gang_class = self._gang_class(gang)
-                failed = failed_classes.get(gang_class) if gang_class is not None else None
-                previous = self._parked.get(info.key)
-                if failed is not None and failed[0] == state.releases and previous is not None:
-                    # A gang like this one just failed and nothing left since: it waits, for the
-                    # reason it was given when last tried (reasons name the gang's own pods).
-                    self._park_gang(gang, previous[1], decisions)
-                    continue
-                reason = self._schedule_gang(gang, now, decisions)
-                if reason is not None and gang_class is not None:
-                    failed_classes[gang_class] = (state.releases, reason)
-                continue
-            # Pods are visited by priority, so the pods bound since an equivalent pod failed have
-            # its priority and are no victims: only a release can make this one fit.
-            equivalence = self.scheduler.equivalence_class(info.key)
-            failed = failed_classes.get(equivalence) if equivalence is not None else None
-            if failed is not None and failed[0] == state.releases:
-                self._park(info.key, failed[1])
-                decisions.append(Waiting(info.key, failed[1]))
-                continue
-            reason = self._schedule_pod(info.key, now, decisions)
-            if reason is not None and equivalence is not None:
-                failed_classes[equivalence] = (state.releases, reason)
-
-    def _schedule_pod(self, pod_key: str, now: float, decisions: list[Decision]) -> str | None:
-        """Place (or preempt for) one pod; the reason it waits, or None once bound."""
-        outcome, victims = self._schedule_with_preemption(pod_key, now)
-        if isinstance(outcome, Placement):
-            self._parked.pop(pod_key, None)
-            decisions.extend(victims)
-            decisions.append(Bound(pod_key, outcome.node, outcome.allocations, outcome.score))
-            return None
-        released = self._release_claims_of(pod_key)
-        if released:
-            # Tried again next cycle without the allocation that pinned it.
-            decisions.extend(released)
-        else:
-            self._park(pod_key, outcome.message)
-        decisions.append(Waiting(pod_key, outcome.message))
-        return outcome.message
-
-    def _release_claims_of(self, pod_key: str) -> list[Deallocated]:
-        """Allocated claims that only this pending, unschedulable pod reserves (or nobody does)."""
-        info = self.state.pods[pod_key]
-        uid = pod_uid(info.pod)
-        released: list[Deallocated] = []
-        for _, claim_key in info.claims:
-            claim = self.state.claims.get(claim_key)
-            if claim is None or claim.status.allocation is None:
-                continue
-            if any(ref.uid != uid for ref in claim.status.reserved_for):
-                continue
-            self.state.release_claim(claim_key, pod_key)
-            released.append(Deallocated(claim_key, pod_key))
-        return released
-
-    def _topology_with(self, level: str) -> Topology | None:
-        """The Topology (first by name) that has `level` among its levels."""
-        for topology in self.topologies.values():
-            if any(lvl.node_label == level for lvl in topology.spec.levels):
-                return topology
-        return None
-
-    def _place_gang(
-        self,
-        gang: Gang,
-        now: float,
-        victims: list[Evicted],
-        topology: Topology | None = None,
-        *,
-        preempt: bool = True,
-    ) -> GangPlacement | GangUnschedulable:
-        """All-or-nothing, inside one topology domain when the pods ask for a level (Kueue TAS).
-
-        Kueue workloads pass `preempt=False`: their preemption is decided by
-        admission, on quota, before placement.
-        """
-
-        def one(pod_key: str) -> Outcome:
-            if not preempt:
-                return self.scheduler.schedule(pod_key)
-            outcome, evicted = self._schedule_with_preemption(pod_key, now)
-            victims.extend(evicted)
-            return outcome
-
-        request = topology_request(self.state, gang)
-        if request is None:
-            return place_gang(self.state, gang, one)
-        topology = topology if topology is not None else self._topology_with(request.level)
-        if topology is None:
-            return GangUnschedulable(
-                gang.key, f"pod group {gang.key}: no Topology has the level {request.level}"
-            )
-
-        def one_in(pod_key: str, mask: BoolArray, reason: str) -> Outcome:
-            if not preempt:
-                return self.scheduler.schedule(pod_key, allowed=mask, allowed_reason=reason)
-            outcome, evicted = self._schedule_with_preemption(
-                pod_key, now, allowed=mask, allowed_reason=reason
-            )
-            victims.extend(evicted)
-            return outcome
-
-        return place_gang_in_topology(
-            self.state, self.scheduler, gang, topology, request=request, schedule_one=one_in
-        )
-
-    def _gang_class(self, gang: Gang) -> bytes | None:
-        """Gangs of one class fit or fail alike: equal sizes and equivalent members (None: no class)."""
-        classes = []
-        for member in gang.members:
-            equivalence = self.scheduler.equivalence_class(member)
-            if equivalence is None:
-                return None
-            classes.append(equivalence)
-        return repr((gang.required, gang.declared, sorted(classes))).encode()
-
-    def _schedule_gang(self, gang: Gang, now: float, decisions: list[Decision]) -> str | None:
-        """Place (or preempt for) a whole gang; the reason it waits, or None once bound."""
-        victims: list[Evicted] = []
-        result = self._place_gang(gang, now, victims)
-        if isinstance(result, GangPlacement):
-            decisions.extend(victims)
-            for placement in result.placements:
-                self._parked.pop(placement.pod_key, None)
-                decisions.append(
-                    Bound(placement.pod_key, placement.node, placement.allocations, placement.score, gang.key)
-                )
-            return None
-        self._park_gang(gang, result.reason, decisions)
-        return result.reason
-
-    def _park_gang(self, gang: Gang, reason: str, decisions: list[Decision]) -> None:
-        for member in gang.members:
-            if not self.state.pods[member].bound:
-                self._park(member, reason)
-                decisions.append(Waiting(member, reason, gang.key))
-
-    def _park(self, pod_key: str, reason: str) -> None:
-        self._parked[pod_key] = (self.state.releases, reason)
-
-    def _schedule_with_preemption(
-        self, pod_key: str, now: float, *, allowed: BoolArray | None = None, allowed_reason: str = ""
-    ) -> tuple[Outcome, list[Evicted]]:
-        outcome = self.scheduler.schedule(pod_key, allowed=allowed, allowed_reason=allowed_reason)
-        if isinstance(outcome, Placement) or not self.policy.preemption:
-            return outcome, []
-        attempt = self.preemptor.attempt(pod_key, outcome)
-        choice = attempt.candidate
-        if choice is None:
-            diagnosis = dataclasses.replace(outcome.diagnosis, preemption=attempt.message)
-            return dataclasses.replace(outcome, diagnosis=diagnosis), []
-        evicted: list[Evicted] = []
-        with self.state.journal.transaction() as tx:
-            for victim in choice.victims:
-                evicted.extend(self._evict_pod(victim, PREEMPTED_BY_POD, pod_key, now))
-            retry = self.scheduler.schedule(pod_key, allowed=allowed, allowed_reason=allowed_reason)
-            if isinstance(retry, Placement):
-                tx.commit()
-                return dataclasses.replace(retry, victims=tuple((e.pod, e.reason) for e in evicted)), evicted
-        return outcome, []
+        for event in events:
+            if event.kind is ClusterEventKind.POD_UPDATED:
+                self.retry(event.pod)
+            if event.kind in (ClusterEventKind.POD_ADDED, ClusterEventKind.POD_LEFT):
+                self._enqueue_pod(event.pod, deferred=position is not None)
+            if event.kind is ClusterEventKind.POD_ADDED and self.admission is not None:
+                info = self.state.pods.get(event.pod)
+                if info is not None and self.ours(info) and self.queued(info):
+                    self._arrived_queued.append(event.pod)
+        self._queue.observe(events, self._hint, position, now)
+        if self._placement_waits is not None:
+            self._placement_waits.observe(events)
 
     def _evict_pod(self, pod_key: str, reason: str, preemptor: str, now: float) -> list[Evicted]:
         """Unbind a victim; a pod of an admitted workload takes its whole workload with it."""
@@ -459,13 +308,25 @@ class Engine:
         admission = self.admission
         assert admission is not None
         journal = self.state.journal
+        waits = self._placement_waits
         for candidate in admission.candidates(now):
             workload = candidate.workload
+            if waits is not None:
+                waits.forget(workload.key)
             assignment = admission.assign(workload)
             if assignment.mode == Mode.NO_FIT:
                 reason = assignment.reason or "; ".join(r for ps in assignment.pod_sets for r in ps.reasons)
                 admission.park(workload, ParkReason.quota(reason))
                 decisions.extend(Waiting(p, reason, workload.key) for p in workload.pods)
+                continue
+            probes = self._probes(workload.pods)
+            group = waits.group_of(workload.key, assignment, probes) if waits is not None else None
+            known = waits.waiting_reason(group) if waits is not None else None
+            if waits is not None and known is not None:
+                # Workloads of its group fail alike and nothing since could help: it waits unplaced.
+                admission.park(workload, ParkReason.placement(known))
+                waits.park(workload.key, assignment, probes, known)
+                decisions.extend(Waiting(p, known, workload.key) for p in workload.pods)
                 continue
             failure = ""
             with journal.transaction() as tx:
@@ -495,9 +356,14 @@ class Engine:
                     admission.admit(workload, assignment, now)
                     tx.commit()
             if failure:
-                kind = ParkReason.quota if failure.startswith("quota:") else ParkReason.placement
-                admission.park(workload, kind(failure))
+                quota = failure.startswith("quota:")
+                admission.park(
+                    workload, ParkReason.quota(failure) if quota else ParkReason.placement(failure)
+                )
+                if not quota and waits is not None:
+                    waits.park(workload.key, assignment, probes, failure)
                 decisions.extend(Waiting(p, failure, workload.key) for p in workload.pods)
+                self._observe(now, None)
                 continue
             decisions.extend(evicted)
             for placement in placements:
@@ -517,6 +383,9 @@ class Engine:
                 for resource, choice in sorted(ps.flavors.items())
             }
             decisions.append(Admitted(workload.key, candidate.cluster_queue, flavors, assignment.borrows))
+            if waits is not None:
+                waits.admitted(workload.key, group)
+            self._observe(now, None)
 
     def _place_workload(self, workload: Workload, assignment: object) -> list[Placement] | str:
         """Place every pod of the workload on its flavor's nodes; a reason string if any does not fit."""
@@ -578,9 +447,39 @@ class Engine:
                     return self.topologies[name]
         return None
 
-    def notify(self, event: Event) -> None:
-        if self.admission is not None:
-            self.admission.notify(event)
+    def next_wakeup(self) -> float | None:
+        """When waiting work is due without an event (backoff over, safety net): the driver should
+        run a cycle then. None with the default exact queueing."""
+        return self._queue.next_wakeup()
+
+    def notify(self, event: ClusterEvent | Event) -> None:
+        """What a driver saw that the ClusterState cannot know: claims, slices or device classes
+        changed, quota or queues changed, a node added elsewhere (`ClusterEvent`); or a Kueue
+        admission `Event`. Waiting work that such an event could help is tried again next cycle.
+        The state's own changes (pods added, bound, leaving; nodes ready) need no report."""
+        if isinstance(event, Event):
+            if self.admission is not None:
+                self.admission.notify(event)
+            return
+        self._reported.append(event)
+        admission_kind = _ADMISSION_KINDS.get(event.kind)
+        if admission_kind is not None and self.admission is not None:
+            self.admission.notify(
+                Event(
+                    admission_kind,
+                    cluster_queue=event.cluster_queue,
+                    cohort=event.cohort,
+                    flavor=event.flavor,
+                )
+            )
 
 
-__all__ = ["Engine", "EnginePolicy", "Event", "EventKind"]
+__all__ = [
+    "ClusterEvent",
+    "ClusterEventKind",
+    "Engine",
+    "EnginePolicy",
+    "Event",
+    "EventKind",
+    "QueueingConfig",
+]

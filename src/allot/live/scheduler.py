@@ -31,6 +31,7 @@ from allot.cluster.claims import pod_uid
 from allot.cluster.state import ClusterState
 from allot.engine.decisions import Admitted, Bound, CycleResult, Deallocated, Evicted, Waiting
 from allot.engine.engine import Engine, EnginePolicy
+from allot.engine.queueing import QueueingConfig
 from allot.live.binder import Binder, BindResult
 from allot.live.cache import BatchSummary, LiveCache
 from allot.live.client import ApiClient, ApiError, NotFound
@@ -250,7 +251,8 @@ class LiveScheduler:
             state,
             admission=admission,
             profiles=dict(self.options.profiles),
-            policy=EnginePolicy(queues=admission is not None),
+            # kube-scheduler's backoff and unschedulable safety net (`_next_timeout` honours them).
+            policy=EnginePolicy(queues=admission is not None, queueing=QueueingConfig()),
             topologies=topologies,
         )
 
@@ -293,6 +295,9 @@ class LiveScheduler:
         release = self.cache.next_release()
         if release is not None:
             timeout = min(timeout, max(release - time.time(), 0.0))
+        wakeup = self.engine.next_wakeup() if self.engine is not None else None
+        if wakeup is not None:
+            timeout = min(timeout, max(wakeup - time.time(), 0.0))
         return timeout
 
     def step(self, now: float) -> CycleResult | None:

@@ -64,6 +64,12 @@ def is_gang_member(info: PodInfo) -> bool:
     return bool(_group_name(info))
 
 
+def gang_key(info: PodInfo) -> str | None:
+    """The `namespace/group` key of the pod's gang, or None outside any group."""
+    name = _group_name(info)
+    return f"{info.pod.namespace}/{name}" if name else None
+
+
 def gangs(pods: Iterable[PodInfo]) -> dict[str, Gang]:
     """Gangs of the given pods, by the key `namespace/group`; pods outside any group are absent."""
     groups: dict[str, list[PodInfo]] = defaultdict(list)
@@ -93,6 +99,8 @@ class GangUnschedulable:
     gang: str
     reason: str
     failed: Unschedulable | None = None
+    # How many members fit (bound before or placed in the attempt); None when not known.
+    placed: int | None = None
 
 
 def place_gang(
@@ -124,4 +132,4 @@ def place_gang(
             return GangPlacement(gang.key, tuple(placements))
     assert failure is not None
     reason = f"pod group {gang.key}: {len(placements) + already}/{gang.required} pods fit; {failure.pod_key}: {failure.message}"
-    return GangUnschedulable(gang.key, reason, failure)
+    return GangUnschedulable(gang.key, reason, failure, len(placements) + already)

@@ -71,6 +71,10 @@ class NodeStatuses(Mapping[str, Status]):
     def __len__(self) -> int:
         return len(self._build())
 
+    def plugins(self) -> frozenset[str]:
+        """The plugins that rejected some node ("" for nodes the caller did not allow)."""
+        return frozenset(p for p, _ in self._rejections) | {s.plugin for s in self._filtered.values()}
+
     def indices_with(self, code: Code) -> list[int]:
         """Indices of the nodes whose status has this code, in index order, from the arrays."""
         if self._built is not None:

@@ -2,9 +2,13 @@
 
 The simulator calls the recorder when a job arrives, a pod is bound,
 released (completed, preempted, lost with its node) or told why it waits,
-when a workload is admitted and after every cycle (`sample`). Running
-totals per GPU and per tenant are kept incrementally, so a sample costs a
-few vector operations over the GPUs, not a walk over the pods.
+when a workload is admitted and after every instant with events
+(`sample`). Running totals per GPU and per tenant are kept incrementally,
+so a sample costs a few vector operations over the GPUs, not a walk over
+the pods. The work is per change: the engine reports a waiting pod's
+reason when it tries the pod, not every cycle, and each distinct reason
+text is normalised once; memory grows with jobs and instants (one sample
+per instant at which something happened), never with jobs x cycles.
 """
 
 from __future__ import annotations
@@ -99,6 +103,8 @@ class Recorder:
         self._preemptions: list[PreemptionRecord] = []
         self._admissions: list[AdmissionRecord] = []
         self._reason_now: dict[str, tuple[str, float]] = {}
+        # Reason text -> its normalised form: the regular expressions run once per distinct text.
+        self._normalised: dict[str, str] = {}
         self._reasons: dict[str, list[float]] = {}
         self._reason_pods: dict[str, set[str]] = {}
         self.trace: list[TraceEntry] | None = [] if trace else None
@@ -199,7 +205,9 @@ class Recorder:
 
     def waiting(self, pod: str, reason: str, now: float) -> None:
         current = self._reason_now.get(pod)
-        normalised = normalise_reason(reason)
+        normalised = self._normalised.get(reason)
+        if normalised is None:
+            normalised = self._normalised[reason] = normalise_reason(reason)
         if current is not None and current[0] == normalised:
             return
         self._close_reason(pod, now)

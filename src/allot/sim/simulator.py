@@ -34,13 +34,12 @@ import time as wallclock
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from allot.admission.events import Event
-from allot.admission.events import EventKind as AdmissionEventKind
 from allot.admission.state import AdmissionState
 from allot.cluster.invariants import check
 from allot.cluster.state import ClusterState
 from allot.engine.decisions import Admitted, Bound, CycleResult, Evicted, Waiting
 from allot.engine.engine import Engine, EnginePolicy
+from allot.engine.queueing import QueueingConfig
 from allot.model.core import Node
 from allot.model.errors import Location
 from allot.model.kueue import ClusterQueue
@@ -87,6 +86,9 @@ class SimOptions:
     checkpoint: float = 0.0
     check_invariants: bool = False
     trace: bool = True
+    # Queueing hints decide when waiting work is retried; False retries all of it every cycle
+    # (the reference the hints are tested against: same decisions, more time).
+    hints: bool = True
 
 
 @dataclass(slots=True)
@@ -147,7 +149,11 @@ class Simulation:
             self.state,
             admission=admission,
             profiles=profiles,
-            policy=EnginePolicy(queues=admission is not None, preemption=policy.preemption),
+            policy=EnginePolicy(
+                queues=admission is not None,
+                preemption=policy.preemption,
+                queueing=QueueingConfig.exact(hints=self.options.hints),
+            ),
             fallback_profile=next(iter(profiles)),
             seed=seed,
         )
@@ -218,8 +224,6 @@ class Simulation:
                 self._node_down(event.subject, now)
             elif event.kind is EventKind.NODE_UP:
                 self._node_up(event.subject, now)
-        if counters.freed:
-            self.engine.notify(Event(AdmissionEventKind.CAPACITY_FREED, now=now))
         return False
 
     def _cycles(self, now: float) -> None:
@@ -273,7 +277,6 @@ class Simulation:
                     self._stop(evicted.pod, now, NODE_DOWN_REASON, "", {})
         self.state.set_node_ready(node, False)
         self.recorder.node_ready(node, False, now)
-        self.engine.notify(Event(AdmissionEventKind.NODES_CHANGED, now=now))
         self._counters.changed = True
 
     def _node_up(self, node: str, now: float) -> None:
@@ -281,7 +284,6 @@ class Simulation:
             return
         self.state.set_node_ready(node, True)
         self.recorder.node_ready(node, True, now)
-        self.engine.notify(Event(AdmissionEventKind.NODES_CHANGED, now=now))
         self._counters.changed = True
 
     # -- decisions ----------------------------------------------------------------------

@@ -34,6 +34,7 @@ import msgspec
 import numpy as np
 
 from allot.cluster.claims import pod_uid
+from allot.cluster.events import DEVICE_EVENTS, NODE_EVENTS, ClusterEventKind
 from allot.dra import Allocation, AllocationError, Allocator, NoAllocation, Scorer
 from allot.dra.nodes import selector_matches
 from allot.model.core import NodeSelector
@@ -106,6 +107,8 @@ def _request_classes(claim: ResourceClaim) -> list[tuple[str, str]]:
 
 class DynamicResources:
     name = NAME
+    # Devices free up when a pod leaves; claims, slices and classes change what can be allocated.
+    wake_on = NODE_EVENTS | DEVICE_EVENTS | {ClusterEventKind.POD_LEFT}
 
     def __init__(
         self,

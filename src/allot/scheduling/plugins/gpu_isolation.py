@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from allot.cluster.events import NODE_EVENTS, ClusterEventKind
 from allot.cluster.state import ClusterState, PodInfo
 from allot.dra import Allocator, DeviceId
 from allot.scheduling.framework import BoolArray, Cycle, Rejection
@@ -43,6 +44,8 @@ OTHER_DOMAIN = "GPU shared with another trust domain"
 
 class GpuIsolation:
     name = NAME
+    # A shared GPU opens to another trust domain only when its last user leaves.
+    wake_on = NODE_EVENTS | {ClusterEventKind.POD_LEFT}
 
     def __init__(self, *, trust_domain: TrustDomain | None = None) -> None:
         self.trust_domain = trust_domain if trust_domain is not None else TrustDomain()

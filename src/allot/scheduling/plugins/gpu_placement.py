@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from allot.cluster.events import DEVICE_EVENTS, NODE_EVENTS, ClusterEventKind
 from allot.cluster.resources import CPU, MEMORY
 from allot.dra import AllocatedState, Allocation, Allocator, Candidate, DeviceId, EitherFilter, NoAllocation
 from allot.model.core import Node
@@ -119,6 +120,8 @@ class _PolicyChoice:
 
 class GpuPlacement:
     name = NAME
+    # GPU room appears when a pod leaves; devices change with slices and claims.
+    wake_on = NODE_EVENTS | DEVICE_EVENTS | {ClusterEventKind.POD_LEFT}
 
     def __init__(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from allot.cluster.events import NODE_EVENTS
 from allot.dra.errors import AllocationError
 from allot.dra.nodes import selector_matches
 from allot.model.core import Node, NodeSelector, NodeSelectorTerm
@@ -28,6 +29,8 @@ def _term_matches(term: NodeSelectorTerm, node: Node) -> bool:
 
 class NodeAffinity:
     name = NAME
+    # Labels change only with the node.
+    wake_on = NODE_EVENTS
 
     def __init__(self) -> None:
         self._cache: dict[tuple[object, bytes], tuple[BoolArray, IntArray]] = {}

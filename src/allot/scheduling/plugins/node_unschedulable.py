@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from allot.cluster.events import NODE_EVENTS
 from allot.model.core import Taint
 from allot.scheduling.framework import BoolArray, Cycle, Rejection
 from allot.scheduling.plugins.taint_toleration import tolerates
@@ -14,6 +15,8 @@ _UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoS
 
 class NodeUnschedulable:
     name = NAME
+    # Only a node changing (uncordoned, taint removed, a new node) can undo this rejection.
+    wake_on = NODE_EVENTS
 
     def filter_mask(self, cycle: Cycle, candidates: BoolArray) -> list[Rejection]:
         cordoned = candidates & ~cycle.state.nodes.schedulable

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from allot.cluster.events import NODE_EVENTS, ClusterEventKind
 from allot.cluster.nodes import AMOUNT_CAP, saturate
 from allot.cluster.resources import CPU, MEMORY, PODS
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
@@ -44,6 +45,8 @@ def dra_backed_resources(cycle: Cycle) -> set[str]:
 
 class NodeResourcesFit:
     name = NAME
+    # Room appears when a pod leaves or a node grows (or comes back).
+    wake_on = NODE_EVENTS | {ClusterEventKind.POD_LEFT}
 
     def __init__(
         self, *, strategy: str = LEAST_ALLOCATED, resources: Mapping[str, int] | None = None

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from allot.cluster.events import NODE_EVENTS
 from allot.model.core import Taint, Toleration
 from allot.model.taints import tolerates as toleration_matches
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
@@ -41,6 +42,8 @@ class _PerTolerations:
 
 class TaintToleration:
     name = NAME
+    # Taints change only with the node.
+    wake_on = NODE_EVENTS
 
     def __init__(self) -> None:
         self._cache: dict[tuple[object, tuple[Toleration, ...]], _PerTolerations] = {}

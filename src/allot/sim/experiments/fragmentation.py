@@ -51,6 +51,7 @@ from allot.scheduling.sharing.policies import WORKLOAD_POLICIES
 from allot.scheduling.sharing.workload import ClassKey, TargetWorkload
 from allot.sim.openb.cluster import NAMESPACE, claim_template, templates, to_cluster, to_pod
 from allot.sim.openb.trace import EXPERIMENT_TRACES, OpenbNode, OpenbPod, read_nodes, read_pods
+from allot.sim.ray_pool import ray_map
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -412,10 +413,22 @@ def _run_quiet(spec: RunSpec) -> RunResult:
 
 
 def run_all(
-    specs: Sequence[RunSpec], *, jobs: int = 1, done: Callable[[RunResult], None] | None = None
+    specs: Sequence[RunSpec],
+    *,
+    jobs: int = 1,
+    done: Callable[[RunResult], None] | None = None,
+    ray_address: str | None = None,
 ) -> list[RunResult]:
-    """Every run, in `jobs` processes; `done` is called as each finishes (any order)."""
+    """Every run, in `jobs` processes or as tasks on the Ray cluster at `ray_address`;
+    `done` is called as each finishes (any order)."""
     results: list[RunResult] = []
+    if ray_address is not None:
+        return ray_map(
+            _run_quiet,
+            list(specs),
+            address=ray_address,
+            on_result=(lambda _i, result: done(result)) if done is not None else None,
+        )
     if jobs <= 1:
         for spec in specs:
             result = run(spec)

@@ -1,0 +1,28 @@
+"""How the engine orders and protects work, and when it retries what waits."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from allot.engine.queueing import QueueingConfig
+
+
+@dataclass(frozen=True, slots=True)
+class EnginePolicy:
+    """How the engine orders and protects work.
+
+    `queues`: admit pods that carry a Kueue queue label through the
+    admission state (True), or treat every pod as kube-scheduler would,
+    by priority then arrival (False, the "fifo-priority" baseline).
+    `preemption`: whether pods outside Kueue may preempt lower priorities.
+    """
+
+    queues: bool = True
+    preemption: bool = True
+    # Only pods naming this scheduler are considered (as a second scheduler beside kube-scheduler); None = all.
+    scheduler_name: str | None = None
+    # Backoff, the unschedulable safety net, and whether hints decide retries (allot.engine.queueing).
+    # Exact by default (retries only at events that could help); a live scheduler passes
+    # QueueingConfig() for kube-scheduler's backoff and safety net.
+    queueing: QueueingConfig = dataclasses.field(default_factory=QueueingConfig.exact)

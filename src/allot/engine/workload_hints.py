@@ -1,0 +1,225 @@
+"""Queueing hints for Kueue workloads that fit their quota but not the nodes.
+
+Admission parks a workload whose quota fits but whose pods could not all be
+placed (`ParkKind.PLACEMENT`). Kueue itself never places, so when to try
+again is allot's choice; these are the same hints the engine uses for pods
+(`allot.scheduling.hints`), asked for the workload's pods:
+
+* an event without a node (devices in shared pools, claims, slices,
+  classes), or a node added: try again;
+* the workload was parked with quota to preempt (its placement ran after
+  evicting quota victims): any pod leaving, node change or quota change
+  could change which victims and which room, so try again;
+* otherwise its quota fit outright, so placement depended on the nodes
+  alone: a pod leaving node n or n changing helps only if one of its pods
+  now fits n; and a quota change helps only if its flavor assignment is no
+  longer the one it failed with (asked once per quota generation and per
+  Kueue equivalence class, not per workload).
+
+Workloads that fit quota outright and have the same ClusterQueue, LocalQueue,
+Kueue equivalence (priority and pod-set shapes), flavors and pod classes
+form a *group*: they fit or fail alike, whatever the nodes. A group waits
+as one: woken, its first member (in queue order) is requeued, and each
+member admitted requeues the next; a workload of a group that failed and
+was not woken since waits without a placement attempt.
+
+`hints=False` wakes every group and every other parked workload every
+cycle: the reference the hints are tested against.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from allot.admission.flavors import Assignment, Mode
+from allot.admission.state import AdmissionState
+from allot.cluster.events import NODE_LOCAL, ClusterEvent, ClusterEventKind
+
+# Kinds that can give a placement-parked workload room: the rest (binds, arrivals) cannot.
+_HELPFUL = frozenset(ClusterEventKind) - {ClusterEventKind.POD_BOUND, ClusterEventKind.POD_ADDED}
+
+
+Group = tuple[object, ...]
+
+
+@dataclass(slots=True)
+class _Wait:
+    cluster_queue: str
+    shape: tuple[object, ...]
+    # Workloads that fit quota outright, grouped (None: waits alone, e.g. it had to preempt).
+    group: Group | None
+    # One pod per distinct pod class of the workload: what a node change is re-checked with.
+    probes: tuple[str, ...]
+    preempting: bool
+    assignment: tuple[object, ...]
+    generation: int
+
+
+def assignment_signature(assignment: Assignment) -> tuple[object, ...]:
+    """What placement depends on in an assignment: its mode and each pod set's flavors."""
+    flavors = tuple(sorted((ps.name, tuple(sorted(ps.flavor_names()))) for ps in assignment.pod_sets))
+    return (assignment.mode, flavors)
+
+
+class PlacementWaits:
+    """Workloads parked for placement, and the judgement of which events wake them."""
+
+    def __init__(
+        self,
+        admission: AdmissionState,
+        fits_on: Callable[[str, int], bool],
+        probe_class: Callable[[str], object],
+        *,
+        hints: bool = True,
+    ) -> None:
+        self.admission = admission
+        self.fits_on = fits_on
+        self.probe_class = probe_class
+        self.hints = hints
+        self._waits: dict[str, _Wait] = {}
+        # group -> (order time, key) of its waiting members; the reason the group failed with.
+        self._groups: dict[Group, list[tuple[float, str]]] = {}
+        self._reasons: dict[Group, str] = {}
+        # Groups woken this cycle: a member admitted requeues the next.
+        self._awake: set[Group] = set()
+        self._generation = admission.tree.generation
+        # Waiting workloads outside any group.
+        self._solo: set[str] = set()
+        admission.wake_placement = False
+
+    def __len__(self) -> int:
+        return len(self._waits)
+
+    def group_of(self, key: str, assignment: Assignment, probes: tuple[str, ...]) -> Group | None:
+        """The group of a pending workload with this assignment (None when it has to preempt)."""
+        entry = self.admission.entries.get(key)
+        if entry is None or entry.cluster_queue is None or assignment.mode is not Mode.FIT:
+            return None
+        classes = tuple(sorted(repr(self.probe_class(p)) for p in probes))
+        return (
+            entry.cluster_queue,
+            entry.local_queue,
+            entry.equivalence(),
+            assignment_signature(assignment),
+            classes,
+        )
+
+    def waiting_reason(self, group: Group | None) -> str | None:
+        """Why a workload of `group` would fail now, if its group failed and was not woken since."""
+        if group is None or group in self._awake:
+            return None
+        return self._reasons.get(group) if self._groups.get(group) else None
+
+    def park(self, key: str, assignment: Assignment, probes: tuple[str, ...], reason: str) -> None:
+        entry = self.admission.entries[key]
+        assert entry.cluster_queue is not None
+        group = self.group_of(key, assignment, probes)
+        self.forget(key)
+        self._waits[key] = _Wait(
+            cluster_queue=entry.cluster_queue,
+            shape=entry.equivalence(),
+            group=group,
+            probes=probes,
+            preempting=assignment.mode is Mode.PREEMPT,
+            assignment=assignment_signature(assignment),
+            generation=self.admission.tree.generation,
+        )
+        if group is None:
+            self._solo.add(key)
+        else:
+            self._awake.discard(group)
+            self._reasons[group] = reason
+            bisect.insort(self._groups.setdefault(group, []), (entry.order_time, key))
+
+    def forget(self, key: str) -> None:
+        wait = self._waits.pop(key, None)
+        self._solo.discard(key)
+        if wait is None or wait.group is None:
+            return
+        members = self._groups.get(wait.group, [])
+        members[:] = [m for m in members if m[1] != key]
+        if not members:
+            self._groups.pop(wait.group, None)
+            self._reasons.pop(wait.group, None)
+
+    def admitted(self, key: str, group: Group | None) -> None:
+        """A workload was admitted: the next member of its woken group gets its turn."""
+        self.forget(key)
+        if group is not None and group in self._awake:
+            self._wake_head(group)
+
+    def begin_cycle(self) -> None:
+        self._awake.clear()
+        if not self.hints:
+            for key in sorted(self._waits):
+                if key in self._waits:
+                    self._wake(key)
+
+    def observe(self, events: list[ClusterEvent]) -> None:
+        """Requeue the waiting workloads these events could help."""
+        if not self._waits:
+            return
+        helpful = [e for e in events if e.kind in _HELPFUL]
+        generation = self.admission.tree.generation
+        if not helpful and generation == self._generation:
+            return
+        self._generation = generation
+        anywhere = any(not e.local or e.kind is ClusterEventKind.NODE_ADDED for e in helpful)
+        nodes = sorted({e.node for e in helpful if e.kind in NODE_LOCAL and e.node is not None})
+        fits: dict[tuple[object, int], bool] = {}
+        assignments: dict[tuple[str, tuple[object, ...]], tuple[object, ...]] = {}
+        # One member speaks for its group: they fit or fail alike.
+        speakers = [members[0][1] for group, members in self._groups.items() if group not in self._awake]
+        for key in sorted({*self._solo, *speakers}):
+            wait = self._waits.get(key)
+            if wait is None:
+                continue
+            if anywhere or (wait.preempting and (helpful or wait.generation != generation)):
+                self._wake(key)
+                continue
+            if wait.generation != generation and self._assignment_changed(key, wait, assignments):
+                self._wake(key)
+                continue
+            wait.generation = generation
+            if nodes and any(self._fits(p, n, fits) for p in wait.probes for n in nodes):
+                self._wake(key)
+
+    def _fits(self, pod: str, node: int, cache: dict[tuple[object, int], bool]) -> bool:
+        klass = (self.probe_class(pod), node)
+        found = cache.get(klass)
+        if found is None:
+            found = cache[klass] = self.fits_on(pod, node)
+        return found
+
+    def _assignment_changed(
+        self, key: str, wait: _Wait, cache: dict[tuple[str, tuple[object, ...]], tuple[object, ...]]
+    ) -> bool:
+        group = (wait.cluster_queue, wait.shape)
+        signature = cache.get(group)
+        if signature is None:
+            entry = self.admission.entries.get(key)
+            if entry is None:
+                return True
+            signature = cache[group] = assignment_signature(self.admission.assign(entry.workload))
+        return signature != wait.assignment
+
+    def _wake(self, key: str) -> None:
+        wait = self._waits.get(key)
+        if wait is None:
+            return
+        if wait.group is not None:
+            self._awake.add(wait.group)
+            self._wake_head(wait.group)
+            return
+        self.forget(key)
+        self.admission.requeue(key)
+
+    def _wake_head(self, group: Group) -> None:
+        members = self._groups.get(group)
+        if not members:
+            return
+        key = members[0][1]
+        self.forget(key)
+        self.admission.requeue(key)

@@ -1,0 +1,153 @@
+"""Queueing hints: which cluster events could let a pod that failed fit, and whether one did.
+
+kube-scheduler keeps a pod that failed out of its active queue until an
+event arrives that one of the plugins that rejected it registered for
+(EventsToRegister), and asks that plugin's hint whether this particular
+event could help. Here the same, as data:
+
+* every filter plugin declares `wake_on`, the `ClusterEventKind`s that can
+  turn its rejection into a fit (a plugin that declares nothing is woken by
+  every event: safe, only slower). The kinds a failed pod waits for are the
+  union over the plugins that rejected it, plus, when it may preempt and
+  some node rejected it for resources or devices, pods bound (a new
+  victim) and pods leaving;
+* the hint for an event on one node re-checks the pod on that node alone
+  (`Scheduler.fits_on`), with every lower-priority pod of the node removed
+  when the pod may preempt (exactly the test default preemption starts
+  with). All other nodes are as they were when the pod failed, so if it
+  does not fit the changed node it still fits nowhere. Events without a
+  node (claims, slices, device classes, devices freed in pools shared by
+  several nodes) wake the pod.
+
+The hints never skip a pod that would now fit: with them the engine makes
+the decisions it makes when it retries every pod every cycle, only faster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from allot.cluster.events import ALL_KINDS, NODE_EVENTS, ClusterEvent, ClusterEventKind
+from allot.cluster.state import ClusterState
+from allot.scheduling.diagnosis import Diagnosis
+from allot.scheduling.node_statuses import NodeStatuses
+from allot.scheduling.scheduler import Scheduler
+from allot.scheduling.status import Code
+
+# What a preempting pod also waits for: a lower-priority pod bound somewhere is a new victim.
+PREEMPTION_EVENTS = NODE_EVENTS | {ClusterEventKind.POD_BOUND, ClusterEventKind.POD_LEFT}
+# Nodes the caller did not allow (a Kueue flavor, a topology domain): only node changes help.
+NOT_ALLOWED = ""
+
+
+def rejecting_plugins(diagnosis: Diagnosis) -> frozenset[str]:
+    """Names of the plugins that rejected the pod somewhere ("" for nodes not allowed)."""
+    if diagnosis.pre_filter is not None:
+        return frozenset({diagnosis.pre_filter.plugin})
+    statuses = diagnosis.node_statuses
+    if isinstance(statuses, NodeStatuses):
+        return statuses.plugins()
+    return frozenset(status.plugin for status in statuses.values())
+
+
+def _preemption_could_help(diagnosis: Diagnosis) -> bool:
+    """Whether some node rejected the pod for a reason removing pods can fix (resources, devices);
+    labels, taints and pre-filter rejections are no preemption candidates."""
+    if diagnosis.pre_filter is not None:
+        return False
+    statuses = diagnosis.node_statuses
+    if isinstance(statuses, NodeStatuses):
+        return bool(statuses.indices_with(Code.UNSCHEDULABLE))
+    return any(status.code is Code.UNSCHEDULABLE for status in statuses.values())
+
+
+class Hints:
+    """The scheduler's plugins' declarations, and the per-node re-check behind every hint."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        self.state: ClusterState = scheduler.state
+        self._declared: dict[tuple[str, str], frozenset[ClusterEventKind]] = {}
+
+    def _wake_on(self, scheduler_name: str, plugin: str) -> frozenset[ClusterEventKind]:
+        key = (scheduler_name, plugin)
+        found = self._declared.get(key)
+        if found is None:
+            found = ALL_KINDS
+            if plugin == NOT_ALLOWED:
+                found = NODE_EVENTS
+            else:
+                plugins = self.scheduler.plugins(scheduler_name)
+                named = [
+                    p
+                    for group in (
+                        (plugins.pre_filters, plugins.mask_filters, plugins.node_filters, plugins.reservers)
+                        if plugins is not None
+                        else ()
+                    )
+                    for p in group
+                    if p.name == plugin
+                ]
+                if named:
+                    found = getattr(named[0], "wake_on", ALL_KINDS)
+            self._declared[key] = found
+        return found
+
+    def wake_kinds(
+        self, pod_key: str, diagnosis: Diagnosis, *, preempting: bool
+    ) -> frozenset[ClusterEventKind]:
+        """The event kinds that could change this failed pod's verdict."""
+        info = self.state.pods[pod_key]
+        name = info.pod.spec.scheduler_name
+        kinds: frozenset[ClusterEventKind] = frozenset()
+        for plugin in rejecting_plugins(diagnosis):
+            kinds |= self._wake_on(name, plugin)
+        if preempting and info.pod.spec.preemption_policy != "Never" and _preemption_could_help(diagnosis):
+            kinds |= PREEMPTION_EVENTS
+        return kinds
+
+    def could_help(self, pod_key: str, events: Iterable[ClusterEvent], *, preempting: bool) -> bool:
+        """Whether any of these events (of kinds the pod waits for) could let it fit now."""
+        nodes: set[int] = set()
+        for event in events:
+            if not event.local or event.node is None:
+                return True
+            nodes.add(event.node)
+        return any(self.fits_on(pod_key, node, preempting=preempting) for node in sorted(nodes))
+
+    def members_fitting(self, pod_keys: list[str], index: int, *, preempting: bool, limit: int) -> int:
+        """How many of these pending pods node `index` could host together (at most `limit`), once its
+        pods of lower priority than all of them are gone if they may preempt; changes nothing."""
+        state = self.state
+        pending = [k for k in pod_keys if k in state.pods and not state.pods[k].bound]
+        if not pending or index >= state.nodes.size:
+            return 0
+        lowest = min(state.pods[k].priority for k in pending)
+        count = 0
+        with state.journal.transaction():
+            if preempting:
+                for other in state.pods_on(index):
+                    if other.priority < lowest:
+                        state.unbind(other.key)
+            for key in pending:
+                if count >= limit:
+                    break
+                if self.scheduler.bind_on(key, index):
+                    count += 1
+        return count
+
+    def fits_on(self, pod_key: str, index: int, *, preempting: bool) -> bool:
+        """Whether the pending pod fits node `index`, once its lower-priority pods are gone if it may preempt."""
+        state = self.state
+        info = state.pods.get(pod_key)
+        if info is None or info.bound:
+            return False
+        if index >= state.nodes.size:
+            return True
+        if not preempting or info.pod.spec.preemption_policy == "Never":
+            return self.scheduler.fits_on(pod_key, index)
+        with state.journal.transaction():
+            for other in state.pods_on(index):
+                if other.priority < info.priority:
+                    state.unbind(other.key)
+            return self.scheduler.fits_on(pod_key, index)

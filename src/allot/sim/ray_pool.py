@@ -16,7 +16,6 @@ type and message.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -33,9 +32,10 @@ class RayUnavailable(RuntimeError):
 
 def _ray() -> Any:
     try:
-        return importlib.import_module("ray")
+        import ray
     except ImportError:
         raise RayUnavailable("--ray needs Ray: pip install 'allot[ray]'") from None
+    return ray
 
 
 def ray_map(

@@ -7,7 +7,11 @@ that is gone, and nothing left pending that `allot place` would place.
 
 from __future__ import annotations
 
+import base64
+import http.server
+import json
 import random
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -99,36 +103,80 @@ def test_expired_watches_are_listed_again_and_nothing_is_missed(
     _settled(plane, tmp_path, 5)
 
 
+class ConflictInjector:
+    """A validating webhook the API server calls on every claim status write: it answers 409 Conflict
+    to the first write of each claim, as the API server does when another writer changed the claim
+    since the version the write names. Deterministic, where a racing second writer is not."""
+
+    def __init__(self, plane: ControlPlane, folder: Path) -> None:
+        extension = folder / "conflicts.ext"
+        extension.write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+        cert, key = plane.certs.sign("conflicts", "/CN=conflict-injector", extensions=extension)
+        self.refused: set[str] = set()
+        injector = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                request = review["request"]
+                first = request["name"] not in injector.refused
+                injector.refused.add(request["name"])
+                response: dict[str, object] = {"uid": request["uid"], "allowed": not first}
+                if first:
+                    response["status"] = {"code": 409, "reason": "Conflict", "message": "injected conflict"}
+                body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                                   "response": response}).encode()  # fmt: skip
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        ca = base64.b64encode(plane.certs.ca_cert.read_bytes()).decode()
+        plane.apply(json.dumps({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "inject-conflicts"},
+            "webhooks": [{
+                "name": "conflicts.test.allot.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                "failurePolicy": "Fail", "timeoutSeconds": 5,
+                "clientConfig": {"url": f"https://127.0.0.1:{self.server.server_port}/", "caBundle": ca},
+                "rules": [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                           "resources": ["resourceclaims/status"]}],
+            }],
+        }))  # fmt: skip
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 def test_conflicting_writes_to_claims_requeue_and_every_pod_is_bound_once(
     plane: ControlPlane, tmp_path: Path
 ) -> None:
-    stop = threading.Event()
-    touched = [0]
-
-    def meddle() -> None:
-        # A second writer: labels every claim over and over, so allot's writes hit stale versions.
-        while not stop.is_set():
-            for name in claims(plane):
-                plane.kubectl(
-                    "label", "resourceclaim", name, f"touch={touched[0]}", "--overwrite", check=False
-                )
-                touched[0] += 1
-
     for i in range(10):
         plane.apply(pod_manifest(f"contended-{i}", template="one-gpu"))
     eventually(lambda: len(claims(plane)) == 10, what="claims created")
-    writer = threading.Thread(target=meddle, daemon=True)
-    writer.start()
+    injector = ConflictInjector(plane, tmp_path)
     try:
         with AllotProcess(plane) as allot:
             eventually(lambda: len(bound_nodes(plane)) == 10, what="all bound despite conflicts", timeout=180)
             bindings = metric(allot, "allot_bindings_total", result="ok")
             failures = metric(allot, "allot_bindings_total", result="failed")
+        plane.kubectl("delete", "validatingwebhookconfiguration", "inject-conflicts")
     finally:
-        stop.set()
-        writer.join()
+        injector.close()
+    assert len(injector.refused) == 10  # every claim's first status write met a conflict
     assert bindings == 10  # each pod bound exactly once
-    assert failures >= 1  # the meddling writer did cause conflicts
+    assert failures == 10  # each conflict failed one attempt, which was requeued and retried
     _settled(plane, tmp_path, 10)
 
 

@@ -104,26 +104,29 @@ def test_expired_watches_are_listed_again_and_nothing_is_missed(
 
 
 class ConflictInjector:
-    """A validating webhook the API server calls on every claim status write: it answers 409 Conflict
-    to the first write of each claim, as the API server does when another writer changed the claim
-    since the version the write names. Deterministic, where a racing second writer is not."""
+    """A second writer, made deterministic: a validating webhook the API server calls on every claim
+    status write. On each claim's first status write it labels that claim (a write of its own, which
+    lands first) before it lets the status write through, so the status write names a version that
+    is no longer current and the API server answers 409 Conflict, as when another controller
+    changes a claim between allot's read and its write."""
 
     def __init__(self, plane: ControlPlane, folder: Path) -> None:
         extension = folder / "conflicts.ext"
         extension.write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
         cert, key = plane.certs.sign("conflicts", "/CN=conflict-injector", extensions=extension)
-        self.refused: set[str] = set()
+        self.touched: set[str] = set()
         injector = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 request = review["request"]
-                first = request["name"] not in injector.refused
-                injector.refused.add(request["name"])
-                response: dict[str, object] = {"uid": request["uid"], "allowed": not first}
-                if first:
-                    response["status"] = {"code": 409, "reason": "Conflict", "message": "injected conflict"}
+                name = request["name"]
+                if name not in injector.touched:
+                    injector.touched.add(name)
+                    plane.kubectl("label", "resourceclaim", name, "-n", request["namespace"],
+                                  "touched-by=second-writer", "--overwrite")  # fmt: skip
+                response = {"uid": request["uid"], "allowed": True}
                 body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                                    "response": response}).encode()  # fmt: skip
                 self.send_response(200)
@@ -147,7 +150,7 @@ class ConflictInjector:
             "metadata": {"name": "inject-conflicts"},
             "webhooks": [{
                 "name": "conflicts.test.allot.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
-                "failurePolicy": "Fail", "timeoutSeconds": 5,
+                "failurePolicy": "Fail", "timeoutSeconds": 20,
                 "clientConfig": {"url": f"https://127.0.0.1:{self.server.server_port}/", "caBundle": ca},
                 "rules": [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"], "operations": ["UPDATE"],
                            "resources": ["resourceclaims/status"]}],
@@ -174,9 +177,10 @@ def test_conflicting_writes_to_claims_requeue_and_every_pod_is_bound_once(
         plane.kubectl("delete", "validatingwebhookconfiguration", "inject-conflicts")
     finally:
         injector.close()
-    assert len(injector.refused) == 10  # every claim's first status write met a conflict
+    assert injector.touched == set(claims(plane))  # every claim was changed under allot's first write
     assert bindings == 10  # each pod bound exactly once
     assert failures == 10  # each conflict failed one attempt, which was requeued and retried
+    assert allot.output().count("Conflict") >= 10, allot.output()[-3000:]
     _settled(plane, tmp_path, 10)
 
 

@@ -16,6 +16,18 @@ again is allot's choice; these are the same hints the engine uses for pods
   longer the one it failed with (asked once per quota generation and per
   Kueue equivalence class, not per workload).
 
+A workload requeued also requeues every waiting workload ahead of it in its
+queue (same ClusterQueue, and same LocalQueue where admission fair sharing
+orders by LocalQueue): Kueue's cycle offers a queue's *head* to the fair
+sharing tournament, so a workload that will fail still decides, as the
+head, which queue wins; skipping it would let the one behind it compete in
+its place and change the order. Those requeued only for their place in line
+and whose group is known to fail are parked again without a placement try;
+those already offered in this cycle stay parked, as they would had every
+workload been in line since the cycle began. Every speaker of a group is
+judged before any is requeued, so a group whose speaker was taken back into
+line by another's wake is still woken.
+
 Workloads that fit quota outright and have the same ClusterQueue, LocalQueue,
 Kueue equivalence (priority and pod-set shapes), flavors and pod classes
 form a *group*: they fit or fail alike, whatever the nodes. A group waits
@@ -23,8 +35,8 @@ as one: woken, its first member (in queue order) is requeued, and each
 member admitted requeues the next; a workload of a group that failed and
 was not woken since waits without a placement attempt.
 
-`hints=False` wakes every group and every other parked workload every
-cycle: the reference the hints are tested against.
+`hints=False` requeues every parked workload every cycle, one by one, with
+no group short cut: the reference the hints are tested against.
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from allot.admission.flavors import Assignment, Mode
+from allot.admission.queues import SortKey
 from allot.admission.state import AdmissionState
 from allot.cluster.events import NODE_LOCAL, ClusterEvent, ClusterEventKind
 
@@ -42,6 +55,8 @@ _HELPFUL = frozenset(ClusterEventKind) - {ClusterEventKind.POD_BOUND, ClusterEve
 
 
 Group = tuple[object, ...]
+# A workload's line (ClusterQueue, LocalQueue or "") and its place in it (the queue's sort key).
+Line = tuple[str, str]
 
 
 @dataclass(slots=True)
@@ -55,6 +70,8 @@ class _Wait:
     preempting: bool
     assignment: tuple[object, ...]
     generation: int
+    line: Line
+    place: SortKey
 
 
 def assignment_signature(assignment: Assignment) -> tuple[object, ...]:
@@ -87,6 +104,10 @@ class PlacementWaits:
         self._generation = admission.tree.generation
         # Waiting workloads outside any group.
         self._solo: set[str] = set()
+        # Every waiting workload by line, in queue order: (place, key).
+        self._lines: dict[Line, list[tuple[SortKey, str]]] = {}
+        # Workloads parked since the cycle began: already offered in this cycle.
+        self._offered: set[str] = set()
         admission.wake_placement = False
 
     def __len__(self) -> int:
@@ -117,6 +138,12 @@ class PlacementWaits:
         assert entry.cluster_queue is not None
         group = self.group_of(key, assignment, probes)
         self.forget(key)
+        queue = self.admission.queues[entry.cluster_queue]
+        line = (entry.cluster_queue, entry.local_queue if queue.by_local_queue else "")
+        place = queue.sort_key(key)
+        assert place is not None, f"{key} is pending but not in its queue"
+        bisect.insort(self._lines.setdefault(line, []), (place, key))
+        self._offered.add(key)
         self._waits[key] = _Wait(
             cluster_queue=entry.cluster_queue,
             shape=entry.equivalence(),
@@ -125,6 +152,8 @@ class PlacementWaits:
             preempting=assignment.mode is Mode.PREEMPT,
             assignment=assignment_signature(assignment),
             generation=self.admission.tree.generation,
+            line=line,
+            place=place,
         )
         if group is None:
             self._solo.add(key)
@@ -136,7 +165,13 @@ class PlacementWaits:
     def forget(self, key: str) -> None:
         wait = self._waits.pop(key, None)
         self._solo.discard(key)
-        if wait is None or wait.group is None:
+        if wait is None:
+            return
+        waiting = self._lines[wait.line]
+        del waiting[bisect.bisect_left(waiting, (wait.place, key))]
+        if not waiting:
+            del self._lines[wait.line]
+        if wait.group is None:
             return
         members = self._groups.get(wait.group, [])
         members[:] = [m for m in members if m[1] != key]
@@ -152,10 +187,11 @@ class PlacementWaits:
 
     def begin_cycle(self) -> None:
         self._awake.clear()
+        self._offered.clear()
         if not self.hints:
             for key in sorted(self._waits):
-                if key in self._waits:
-                    self._wake(key)
+                self.forget(key)
+                self.admission.requeue(key)
 
     def observe(self, events: list[ClusterEvent]) -> None:
         """Requeue the waiting workloads these events could help."""
@@ -172,19 +208,22 @@ class PlacementWaits:
         assignments: dict[tuple[str, tuple[object, ...]], tuple[object, ...]] = {}
         # One member speaks for its group: they fit or fail alike.
         speakers = [members[0][1] for group, members in self._groups.items() if group not in self._awake]
+        # Judge every speaker before requeueing any: a requeue also takes the workloads ahead of it
+        # in line out of their groups, and a group whose speaker left before its turn was never judged.
+        woken: list[tuple[str, Group | None]] = []
         for key in sorted({*self._solo, *speakers}):
-            wait = self._waits.get(key)
-            if wait is None:
-                continue
+            wait = self._waits[key]
             if anywhere or (wait.preempting and (helpful or wait.generation != generation)):
-                self._wake(key)
+                woken.append((key, wait.group))
                 continue
             if wait.generation != generation and self._assignment_changed(key, wait, assignments):
-                self._wake(key)
+                woken.append((key, wait.group))
                 continue
             wait.generation = generation
             if nodes and any(self._fits(p, n, fits) for p in wait.probes for n in nodes):
-                self._wake(key)
+                woken.append((key, wait.group))
+        for key, group in woken:
+            self._wake(key, group)
 
     def _fits(self, pod: str, node: int, cache: dict[tuple[object, int], bool]) -> bool:
         klass = (self.probe_class(pod), node)
@@ -205,21 +244,29 @@ class PlacementWaits:
             signature = cache[group] = assignment_signature(self.admission.assign(entry.workload))
         return signature != wait.assignment
 
-    def _wake(self, key: str) -> None:
-        wait = self._waits.get(key)
-        if wait is None:
-            return
-        if wait.group is not None:
-            self._awake.add(wait.group)
-            self._wake_head(wait.group)
-            return
-        self.forget(key)
-        self.admission.requeue(key)
+    def _wake(self, key: str, group: Group | None) -> None:
+        if group is not None:
+            # The group wakes even if its speaker is already back in line (taken with one behind it).
+            self._awake.add(group)
+            self._wake_head(group)
+        elif key in self._waits:
+            self._requeue(key)
 
     def _wake_head(self, group: Group) -> None:
         members = self._groups.get(group)
         if not members:
             return
-        key = members[0][1]
-        self.forget(key)
-        self.admission.requeue(key)
+        self._requeue(members[0][1])
+
+    def _requeue(self, key: str) -> None:
+        """Back in line: `key` and every waiting workload ahead of it in its queue."""
+        wait = self._waits[key]
+        waiting = self._lines[wait.line]
+        # Those ahead that were offered in this cycle already stay parked, as they would have
+        # been had everything been in line since the cycle began.
+        ahead = [
+            k for _, k in waiting[: bisect.bisect_left(waiting, (wait.place, key))] if k not in self._offered
+        ]
+        for k in [*ahead, key]:
+            self.forget(k)
+            self.admission.requeue(k)

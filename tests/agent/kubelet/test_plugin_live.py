@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from agent.kubelet.kubelet import Kubelet, claim_ref
 from agent.live import agent, machine, started
@@ -37,12 +39,12 @@ from allot.agent.kubelet.proto import dra_pb2 as dra
 from allot.agent.kubelet.server import PluginServer
 from allot.agent.node import AgentConfig
 from allot.agent.runner import Agent
+from allot.cli.main import cli
 from allot.model.codec import dump_yaml
 from allot.model.presets.classes import device_classes
 from allot.model.presets.gpu_sharing import HAMI_DRIVER, hami_device_class
 from controlplane import ControlPlane
 from live.cluster import AllotProcess, eventually
-from ready_nodes import mark_ready
 
 FAKE_MPS = Path(__file__).with_name("fake_mps_control.py")
 GPU = "gpu.nvidia.com"
@@ -183,20 +185,38 @@ async def serving(node: Node, plane: ControlPlane) -> AsyncIterator[tuple[Plugin
         await api.client.close()
 
 
+def _ready_node(plane: ControlPlane, name: str) -> dict[str, Any]:
+    """A Node as kubelet would have registered it, Ready and without the not-ready taint the API
+    server puts on new nodes (no node controller runs here); over HTTP, cheaper than kubectl."""
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+    }
+    status, body = plane.request("POST", "/api/v1/nodes", node)
+    assert status == 201, body
+    resources = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}
+    patch = {"status": {"allocatable": resources, "capacity": resources, "conditions": [ready]}}
+    merge = "application/merge-patch+json"
+    assert plane.request("PATCH", f"/api/v1/nodes/{name}/status", patch, merge)[0] == 200
+    assert plane.request("PATCH", f"/api/v1/nodes/{name}", {"spec": {"taints": None}}, merge)[0] == 200
+    return node
+
+
 def _cluster(plane: ControlPlane, tmp_path: Path, short_root: Path) -> tuple[Node, Node]:
-    plane.apply(dump_yaml([*device_classes(), hami_device_class()]))
-    for namespace in ("team-a", "team-b"):
-        plane.apply(f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}}}\n")
+    namespaces = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in ("team-a", "team-b")
+    ]
+    plane.apply(dump_yaml([*device_classes(), hami_device_class()]) + "\n---\n" + "\n---\n".join(
+        json.dumps(n) for n in namespaces))  # fmt: skip
     nodes = []
     for name, preset, recording, config in (
         ("kpl-00", "pcie-l40s", "pcie-l40s.yaml",
          AgentConfig(sharing={"0": "shared", "1": "time-sliced"}, replicas=2)),
         ("kpm-00", "dgx-h100", "dgx-h100-mig.yaml", AgentConfig()),
     ):  # fmt: skip
-        plane.apply(
-            f"apiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}\n"
-        )
-        mark_ready(plane, name, cpu="8")
+        _ready_node(plane, name)
         sysfs, gpus = machine(tmp_path, preset, name, recording)
         root = short_root / name
         nodes.append(Node(name, agent(plane, sysfs, gpus, name, config=config), gpus, root))
@@ -221,9 +241,13 @@ def _claims(l40s: Node, mig: Node) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def _allocated(plane: ControlPlane, namespace: str, name: str) -> dict[str, Any] | None:
-    claim: Any = plane.get("resourceclaim", name, namespace=namespace)
-    return claim if (claim.get("status") or {}).get("allocation") else None
+def _allocated(plane: ControlPlane, count: int) -> list[dict[str, Any]]:
+    """Every claim of the cluster, once `count` of them are allocated (read over HTTP: cheaper
+    than a kubectl per poll)."""
+    _, body = plane.request("GET", "/apis/resource.k8s.io/v1/resourceclaims")
+    claims: list[dict[str, Any]] = body["items"] if isinstance(body, dict) else []
+    done = [c for c in claims if (c.get("status") or {}).get("allocation")]
+    return done if len(done) >= count else []
 
 
 def _spec(path: Path) -> dict[str, Any]:
@@ -238,39 +262,33 @@ def test_the_kubelet_prepares_and_unprepares_claims_allot_allocated(
     control_plane: ControlPlane, tmp_path: Path, short_root: Path
 ) -> None:
     plane = control_plane
-    l40s, mig = _cluster(plane, tmp_path, short_root)
-    claims = _claims(l40s, mig)
     config = tmp_path / "scheduler.yaml"
     config.write_text(SCHEDULER_CONFIG)
-
-    async def publish() -> None:
-        for node in (l40s, mig):
-            async with started(node.agent):
-                pass
-
-    asyncio.run(publish())
+    # allot starts first: its start-up overlaps with the cluster's.
     with AllotProcess(plane, f"--config={config}"):
-        for claim in claims:
-            plane.apply(json.dumps(claim))
-            plane.apply(
-                json.dumps(
-                    _pod(claim["metadata"]["namespace"], claim["metadata"]["name"], claim["metadata"]["name"])
-                )
-            )
-        for claim in claims:
-            meta = claim["metadata"]
-            try:
-                eventually(
-                    lambda m=meta: _allocated(plane, m["namespace"], m["name"]),
-                    what=f"{meta['name']} allocated",
-                )
-            except AssertionError as err:
-                pods = plane.kubectl("get", "pods", "-A", "-o", "jsonpath={.items[*].status.conditions}")
-                raise AssertionError(f"{err}\n{pods}") from None
+        l40s, mig = _cluster(plane, tmp_path, short_root)
+        claims = _claims(l40s, mig)
 
+        async def publish() -> None:
+            for node in (l40s, mig):
+                async with started(node.agent):
+                    pass
+
+        asyncio.run(publish())
+        pods = [
+            _pod(c["metadata"]["namespace"], c["metadata"]["name"], c["metadata"]["name"]) for c in claims
+        ]
+        plane.apply("\n---\n".join(json.dumps(o) for o in [*claims, *pods]))
+        try:
+            allocated = eventually(lambda: _allocated(plane, len(claims)), what="every claim allocated")
+        except AssertionError as err:
+            conditions = plane.kubectl("get", "pods", "-A", "-o", "jsonpath={.items[*].status.conditions}")
+            raise AssertionError(f"{err}\n{conditions}") from None
     refs = {
-        c["metadata"]["name"]: claim_ref(plane, c["metadata"]["namespace"], c["metadata"]["name"])
-        for c in claims
+        c["metadata"]["name"]: dra.Claim(
+            namespace=c["metadata"]["namespace"], name=c["metadata"]["name"], uid=c["metadata"]["uid"]
+        )
+        for c in allocated
     }
     asyncio.run(_conversation(plane, l40s, mig, refs))
 
@@ -413,3 +431,65 @@ async def _conversation(plane: ControlPlane, l40s: Node, mig: Node, refs: dict[s
         assert "no such MIG device exists" in missing.error and "nvidia-smi mig -cgi 19" in missing.error
         assert await kubelet.unprepare(GPU, refs["mig-a"]) == {refs["mig-a"].uid: ""}
         assert mig.specs() == []
+
+
+def _agent_command(plane: ControlPlane, node: str, sysfs: Path, root: Path) -> list[str]:
+    return [
+        sys.executable, "-c", "from allot.cli.main import main; main()", "agent", "run", "--node-name", node,
+        "--kubeconfig", str(plane.kubeconfig), "--sysfs-root", str(sysfs),
+        "--from", str(Path(__file__).parents[1] / "recordings" / "pcie-l40s.yaml"), "--metrics-address", "",
+        "--gpu-sharing", "0=shared", "--kubelet-plugin", f"--kubelet-registry-dir={root / 'reg'}",
+        f"--kubelet-plugins-dir={root / 'plugins'}", f"--cdi-dir={root / 'cdi'}", f"--state-dir={root / 'state'}",
+        f"--mps-dir={root / 'mps'}", f"--mps-control={FAKE_MPS}", "--mps-shm=shared",
+    ]  # fmt: skip
+
+
+def test_allot_agent_run_serves_the_kubelet_until_sigterm(
+    control_plane: ControlPlane, tmp_path: Path, short_root: Path
+) -> None:
+    plane = control_plane
+    node = "kpc-00"
+    _ready_node(plane, node)
+    sysfs, _ = machine(tmp_path, "pcie-l40s", node, "pcie-l40s.yaml")
+    plane.apply("apiVersion: v1\nkind: Namespace\nmetadata: {name: team-c}\n")
+    plane.apply(json.dumps(_claim("team-c", "unallocated", [_request("gpu", HAMI_DRIVER)])))
+    command = _agent_command(plane, node, sysfs, short_root)
+
+    # A checkpoint that does not load: the agent says which file and stops (exit 1).
+    (short_root / "state").mkdir()
+    (short_root / "state" / "checkpoint.json").write_text("{not json")
+    broken = CliRunner().invoke(cli, command[3:])
+    assert broken.exit_code == 1, broken.output
+    assert (
+        broken.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"error: kubelet plugin: {short_root / 'state' / 'checkpoint.json'}: not JSON")
+    )
+    (short_root / "state" / "checkpoint.json").unlink()
+
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        eventually(
+            lambda: len(list((short_root / "reg").glob("*-reg.sock"))) == 4, what="4 registration sockets"
+        )
+
+        async def kubelet_side() -> dra.NodePrepareResourceResponse:
+            kubelet = Kubelet.empty(short_root / "reg")
+            for driver in DRIVERS:
+                info = await kubelet.register(driver)
+                assert info.endpoint == str(short_root / "plugins" / driver / "dra.sock")
+            ref = claim_ref(plane, "team-c", "unallocated")
+            return (await kubelet.prepare(HAMI_DRIVER, ref))[ref.uid]
+
+        assert asyncio.run(kubelet_side()).error == "claim team-c/unallocated: not allocated"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0, process.stderr.read() if process.stderr else ""
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+    # The kubelet deregisters a plugin whose registration socket is gone.
+    assert list((short_root / "reg").glob("*.sock")) == []

@@ -104,11 +104,12 @@ class MpsManager:
     def running(self, uuid: str) -> bool:
         return self.folders(uuid).pipe.is_dir() and self._ask(uuid, "get_server_list").returncode == 0
 
-    def ensure(self, uuid: str) -> MpsFolders:
-        """The daemon of GPU `uuid`, started if it is not running; MpsError if it does not start."""
+    def ensure(self, uuid: str) -> tuple[MpsFolders, bool]:
+        """The daemon of GPU `uuid`, started if it is not running (then True); MpsError if it
+        does not start."""
         folders = self.folders(uuid)
         if self.running(uuid):
-            return folders
+            return folders, False
         for folder in (folders.pipe, folders.log, folders.shm):
             folder.mkdir(parents=True, exist_ok=True)
         argv = [self.control, "-d"]
@@ -122,7 +123,7 @@ class MpsManager:
                 f"(exit {started.returncode}: {started.output or 'no output'}); see {folders.log}/control.log"
             )
         log.info("GPU %s: MPS control daemon started (pipes in %s)", uuid, folders.pipe)
-        return folders
+        return folders, True
 
     def stop(self, uuid: str) -> None:
         """Ask GPU `uuid`'s daemon to quit and remove its pipe and shared-memory folders (the

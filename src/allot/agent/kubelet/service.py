@@ -287,9 +287,9 @@ class NodeService:
         exposed = cdi.exposed_devices(uid, targets)
         try:
             for uuid in sorted({t.gpu_uuid for t in targets if t.mode == "shared"}):
-                if not await asyncio.to_thread(self.mps.running, uuid):
+                folders[uuid], fresh = await self._ensure_daemon(uuid)
+                if fresh:
                     started.append(uuid)
-                folders[uuid] = await self._ensure_daemon(uuid)
             if exposed:
                 await asyncio.to_thread(cdi.write_spec, path, cdi.claim_spec(exposed, folders))
             prepared = PreparedClaim(
@@ -358,7 +358,7 @@ class NodeService:
 
     # -- daemons and the checkpoint ---------------------------------------------------------------
 
-    async def _ensure_daemon(self, uuid: str) -> MpsFolders:
+    async def _ensure_daemon(self, uuid: str) -> tuple[MpsFolders, bool]:
         try:
             return await asyncio.to_thread(self.mps.ensure, uuid)
         except MpsError as err:

@@ -176,5 +176,5 @@ def test_the_kubelet_plugin_reads_claims_with_its_own_role(control_plane: Contro
     deadline = time.monotonic() + 30
     while can_i(control_plane, "get", "resourceclaims") and time.monotonic() < deadline:
         time.sleep(0.1)
-    with pytest.raises(PrepareError, match="claim default/plugin-read: cannot read it: .*forbidden"):
+    with pytest.raises(PrepareError, match=r"claim default/plugin-read: cannot read it: .*forbidden"):
         asyncio.run(read_claim(kubeconfig, "default", "plugin-read"))

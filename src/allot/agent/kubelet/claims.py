@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+import httpx2
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Namespace, Pod
 from lightkube.resources.resource_v1 import ResourceClaim as KubeClaim
@@ -21,6 +22,11 @@ from allot.agent.client import ApiClient
 from allot.agent.kubelet.targets import PrepareError
 from allot.model.codec import decode
 from allot.model.resource import ResourceClaim
+
+
+def _unreachable(what: str, err: httpx2.HTTPError) -> PrepareError:
+    # lightkube's ApiError is an HTTP error too: callers catch it first.
+    return PrepareError(f"{what}: cannot reach the API server: {err}")
 
 
 class ClaimReader(Protocol):
@@ -49,6 +55,8 @@ class ApiClaimReader:
             if err.status.code == 404:
                 return None
             raise PrepareError(f"claim {namespace}/{name}: cannot read it: {err.status.message}") from None
+        except httpx2.HTTPError as err:
+            raise _unreachable(f"claim {namespace}/{name}", err) from None
         return decode(found.to_dict(), ResourceClaim)
 
     async def pod_labels(self, namespace: str, name: str) -> Mapping[str, str] | None:
@@ -59,6 +67,8 @@ class ApiClaimReader:
             if err.status.code == 404:
                 return None
             raise PrepareError(f"pod {namespace}/{name}: cannot read it: {err.status.message}") from None
+        except httpx2.HTTPError as err:
+            raise _unreachable(f"pod {namespace}/{name}", err) from None
         return dict((pod.metadata.labels if pod.metadata else None) or {})
 
     async def namespace_labels(self, name: str) -> Mapping[str, str]:
@@ -69,4 +79,6 @@ class ApiClaimReader:
             if err.status.code == 404:
                 return {}
             raise PrepareError(f"namespace {name}: cannot read it: {err.status.message}") from None
+        except httpx2.HTTPError as err:
+            raise _unreachable(f"namespace {name}", err) from None
         return dict((namespace.metadata.labels if namespace.metadata else None) or {})

@@ -89,7 +89,15 @@ class PluginServer:
     _servers: list[grpc.aio.Server] = field(default_factory=list)
 
     async def start(self) -> None:
-        """Listen on every driver's sockets (ValueError for a path too long for a socket)."""
+        """Listen on every driver's sockets (ValueError for a path too long for a socket); on
+        any failure nothing is left listening."""
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop(0)
+            raise
+
+    async def _start(self) -> None:
         for driver in self.drivers:
             endpoint = DriverEndpoint(
                 driver,

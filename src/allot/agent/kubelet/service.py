@@ -148,6 +148,9 @@ class NodeService:
                 except PrepareError as err:
                     log.warning("prepare %s %s/%s: %s", driver, claim.namespace, claim.name, err)
                     response.claims[claim.uid].error = str(err)
+                except OSError as err:  # a spec or the checkpoint that could not be written
+                    log.error("prepare %s %s/%s: %s", driver, claim.namespace, claim.name, err)
+                    response.claims[claim.uid].error = f"{err.filename or 'prepare'}: {err.strerror or err}"
         return response
 
     async def unprepare(self, driver: str, claims: Sequence[dra.Claim]) -> dra.NodeUnprepareResourcesResponse:
@@ -157,9 +160,9 @@ class NodeService:
                 try:
                     await self._unprepare(driver, claim.uid)
                     response.claims[claim.uid].error = ""
-                except (PrepareError, OSError) as err:
-                    log.warning("unprepare %s %s/%s: %s", driver, claim.namespace, claim.name, err)
-                    response.claims[claim.uid].error = str(err)
+                except OSError as err:
+                    log.error("unprepare %s %s/%s: %s", driver, claim.namespace, claim.name, err)
+                    response.claims[claim.uid].error = f"{err.filename or 'unprepare'}: {err.strerror or err}"
         return response
 
     # -- prepare -----------------------------------------------------------------------------

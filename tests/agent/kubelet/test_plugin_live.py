@@ -389,12 +389,17 @@ async def _conversation(plane: ControlPlane, l40s: Node, mig: Node, refs: dict[s
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
 
-    # Restart: the checkpoint brings the prepared claims back and their daemon up again.
+    # A reboot empties /var/run/cdi (a tmpfs); the checkpoint stays.
+    whole_spec = next(p for p in l40s.specs() if refs["whole-a"].uid in p.name)
+    written = whole_spec.read_text()
+    whole_spec.unlink()
+    # Restart: the checkpoint brings the prepared claims back, their spec and their daemon.
     checkpoint = json.loads((l40s.root / "state" / "checkpoint.json").read_text())
     assert sorted(c["name"] for c in checkpoint["claims"]) == ["frac-a2", "sliced-a", "whole-a"]
     assert [d["gpuUuid"] for d in checkpoint["mpsDaemons"]] == [gpu0]
     async with serving(l40s, plane) as (_, kubelet):
         assert [c["call"] for c in l40s.mps_calls(gpu0)].count("start") == 2
+        assert whole_spec.read_text() == written
         assert l40s.daemon_pid(gpu0) is not None
         before = {p.name for p in l40s.specs()}
         repeated = (await kubelet.prepare(HAMI_DRIVER, refs["frac-a2"]))[refs["frac-a2"].uid]

@@ -138,8 +138,12 @@ def claim_spec(exposed: Sequence[Exposed], mps: Mapping[str, MpsFolders]) -> dic
     }
 
 
-def write_spec(path: Path, spec: Mapping[str, Any]) -> None:
-    write_durably(path, json.dumps(spec, indent=1).encode() + b"\n")
+def spec_text(spec: Mapping[str, Any]) -> str:
+    return json.dumps(spec, indent=1) + "\n"
+
+
+def write_spec(path: Path, text: str) -> None:
+    write_durably(path, text.encode())
 
 
 def remove_spec(path: Path) -> bool:

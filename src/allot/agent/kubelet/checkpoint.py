@@ -7,6 +7,7 @@ One JSON file (`<state-dir>/checkpoint.json`), replaced whole after every change
  "claims": [{"driver": "hami-core-gpu.project-hami.io", "uid": "...", "namespace": "team-a",
              "name": "pod-gpu-x7k2", "trustDomain": "namespace=team-a",
              "cdiSpec": "/var/run/cdi/allot.dev-gpu_hami-core-gpu.project-hami.io-<uid>.json",
+             "cdiSpecText": "<what was written there>",
              "devices": [{"requestNames": ["gpu"], "pool": "gpu-7", "device": "gpu-0",
                           "cdiIds": ["allot.dev/gpu=<uid>-gpu-0"], "mode": "shared",
                           "gpuUuid": "GPU-...", "uuid": "GPU-...", "cores": 30,
@@ -57,6 +58,9 @@ class PreparedClaim(_Record, frozen=True, kw_only=True):
     name: str
     devices: tuple[PreparedDevice, ...] = ()
     cdi_spec: str = ""  # the spec file written for it; "" when none (NICs, CPUs)
+    # What was written there: /var/run/cdi is a tmpfs, gone after a reboot, while the kubelet
+    # prepares the claims of the node's pods again; the plugin writes it again from here.
+    cdi_spec_text: str = ""
     trust_domain: str = ""  # the domain its shared GPUs hold; "" when it holds none
 
     @property

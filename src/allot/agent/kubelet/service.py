@@ -4,7 +4,8 @@
 is that claim's `error`; the others go on):
 
 1. a claim already prepared by this driver's plugin (the checkpoint has it) gets the same
-   answer again, its MPS daemons started again if they died: the kubelet repeats calls;
+   answer again, its MPS daemons started again if they died and its CDI spec written again if
+   it is gone (a reboot empties /var/run/cdi): the kubelet repeats calls;
 2. read the claim; it must exist with the kubelet's UID and be allocated for this node;
 3. each result of this driver becomes a `Target`, checked against NVML now (`targets`);
 4. the node's own books: a claim with a fractional GPU holds no other GPU (its processes reach
@@ -128,10 +129,7 @@ class NodeService:
                     cdi.remove_spec(path)
                     log.info("removed %s: no prepared claim has it", path)
             for claim in self.checkpoint.claims:
-                if claim.cdi_spec and not Path(claim.cdi_spec).exists():
-                    log.warning(
-                        "claim %s/%s: its CDI spec %s is gone", claim.namespace, claim.name, claim.cdi_spec
-                    )
+                await self._restore_spec(claim)
             await asyncio.to_thread(self._save, self._with_daemons(self.checkpoint))
 
     # -- the two calls ---------------------------------------------------------------------------
@@ -177,6 +175,7 @@ class NodeService:
         if done is not None:
             for uuid in sorted(done.mps_gpus()):
                 await self._ensure_daemon(uuid)
+            await self._restore_spec(done)
             return self._answer(done)
         claim = await self.reader.claim(ref.namespace, ref.name)
         where = f"claim {ref.namespace}/{ref.name}"
@@ -293,8 +292,9 @@ class NodeService:
                 folders[uuid], fresh = await self._ensure_daemon(uuid)
                 if fresh:
                     started.append(uuid)
-            if exposed:
-                await asyncio.to_thread(cdi.write_spec, path, cdi.claim_spec(exposed, folders))
+            text = cdi.spec_text(cdi.claim_spec(exposed, folders)) if exposed else ""
+            if text:
+                await asyncio.to_thread(cdi.write_spec, path, text)
             prepared = PreparedClaim(
                 driver=driver,
                 uid=uid,
@@ -302,6 +302,7 @@ class NodeService:
                 name=claim.name,
                 devices=tuple(self._device(uid, t) for t in targets),
                 cdi_spec=str(path) if exposed else "",
+                cdi_spec_text=text,
                 trust_domain=domain,
             )
             checkpoint = self.checkpoint.with_claim(prepared)
@@ -343,6 +344,12 @@ class NodeService:
             )
             for d in prepared.devices
         ]
+
+    async def _restore_spec(self, claim: PreparedClaim) -> None:
+        """Write a prepared claim's spec again where it is gone (a reboot empties /var/run/cdi)."""
+        if claim.cdi_spec and claim.cdi_spec_text and not Path(claim.cdi_spec).exists():
+            await asyncio.to_thread(cdi.write_spec, Path(claim.cdi_spec), claim.cdi_spec_text)
+            log.info("claim %s/%s: wrote its CDI spec %s again", claim.namespace, claim.name, claim.cdi_spec)
 
     # -- unprepare ---------------------------------------------------------------------------
 

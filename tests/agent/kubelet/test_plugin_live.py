@@ -238,6 +238,7 @@ def _claims(l40s: Node, mig: Node) -> list[dict[str, Any]]:
         ]),
         _claim("team-a", "mig-a", [_request("gpu", "mig.nvidia.com", mig_at.format(h100, 0))]),
         _claim("team-a", "mig-missing", [_request("gpu", "mig.nvidia.com", mig_at.format(h100, 1))]),
+        _claim("team-a", "cpu-a", [_request("cpus", "dra.cpu", 'device.attributes["dra.cpu"].numCPUs > 0')]),
     ]  # fmt: skip
 
 
@@ -278,6 +279,9 @@ def test_the_kubelet_prepares_and_unprepares_claims_allot_allocated(
         pods = [
             _pod(c["metadata"]["namespace"], c["metadata"]["name"], c["metadata"]["name"]) for c in claims
         ]
+        # CPUs are on both nodes: the CPU claim's pod goes to the L40S node.
+        cpu_pod = next(p for p in pods if p["metadata"]["name"] == "cpu-a")
+        cpu_pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "kpl-00"}
         plane.apply("\n---\n".join(json.dumps(o) for o in [*claims, *pods]))
         try:
             allocated = eventually(lambda: _allocated(plane, len(claims)), what="every claim allocated")
@@ -364,6 +368,13 @@ async def _conversation(plane: ControlPlane, l40s: Node, mig: Node, refs: dict[s
         # A fractional GPU with another GPU in one claim cannot be served by one MPS daemon.
         mixed = (await kubelet.prepare(HAMI_DRIVER, refs["mixed-a"]))[refs["mixed-a"].uid]
         assert "may hold no other GPU" in mixed.error
+
+        # A CPU device (or a NIC): checked, recorded, and no CDI device.
+        specs = l40s.specs()
+        cpus = (await kubelet.prepare("dra.cpu", refs["cpu-a"]))[refs["cpu-a"].uid]
+        assert cpus.error == "" and [list(d.cdi_device_ids) for d in cpus.devices] == [[]]
+        assert cpus.devices[0].device_name.startswith("cpudevnuma") and l40s.specs() == specs
+        assert await kubelet.unprepare("dra.cpu", refs["cpu-a"]) == {refs["cpu-a"].uid: ""}
 
         # Foreign, malformed and stale claims.
         foreign = (await kubelet.prepare(GPU, refs["mig-a"]))[refs["mig-a"].uid]

@@ -18,6 +18,7 @@ from allot.cli.exits import bad_input
 from allot.cli.params import FilePath
 from allot.cli.run_cmd import (
     configure_logging,
+    dashboard_interval_option,
     kubeconfig_options,
     log_options,
     pool_label_option,
@@ -90,6 +91,7 @@ def serve_sources(sources: dict[str, Source], bind_address: str, port: int) -> N
     "--kueue/--no-kueue", default=True, show_default=True, help="Show Kueue's queues where they are served."
 )
 @pool_label_option
+@dashboard_interval_option
 @log_options
 def dashboard(
     kubeconfig: str | None,
@@ -101,6 +103,7 @@ def dashboard(
     kube_api_burst: int,
     kueue: bool,
     pool_label: tuple[str, ...],
+    dashboard_interval: float,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -129,6 +132,8 @@ def dashboard(
         port=port,
         kueue=kueue,
         watch_only=True,
-        extend_app=live_dashboard(title="allot dashboard (read-only)", pool_labels=pool_label),
+        extend_app=live_dashboard(
+            title="allot dashboard (read-only)", pool_labels=pool_label, interval=dashboard_interval
+        ),
     )
     run_settings(settings, "allot dashboard", NOT_DONE)

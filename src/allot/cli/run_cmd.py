@@ -48,6 +48,15 @@ def log_options(command: Command) -> Command:
     )(command)
 
 
+dashboard_interval_option = click.option(
+    "--dashboard-interval",
+    type=click.FloatRange(min=0.5, max=3600),
+    default=15.0,
+    show_default=True,
+    help="Seconds between the dashboard's samples of the cluster: its history (6 hours kept) and the GPU "
+    "gauges of /metrics.",
+)
+
 pool_label_option = click.option(
     "--pool-label",
     multiple=True,
@@ -170,9 +179,11 @@ def configure_logging(fmt: str, level: str) -> None:
     "--dashboard/--no-dashboard",
     default=True,
     show_default=True,
-    help="Serve the dashboard on the HTTP port (/ beside /metrics; docs/dashboard.md).",
+    help="Serve the dashboard on the HTTP port (/ beside /metrics; docs/dashboard.md); without it the "
+    "GPU gauges of /metrics are still kept.",
 )
 @pool_label_option
+@dashboard_interval_option
 @log_options
 def run(
     kubeconfig: str | None,
@@ -197,6 +208,7 @@ def run(
     kueue: bool,
     dashboard: bool,
     pool_label: tuple[str, ...],
+    dashboard_interval: float,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -251,7 +263,9 @@ def run(
         webhook_port=webhook_port,
         webhook_cert_file=webhook_cert_file,
         webhook_key_file=webhook_key_file,
-        extend_app=live_dashboard(title="allot run", pool_labels=pool_label) if dashboard else None,
+        extend_app=live_dashboard(
+            title="allot run", pool_labels=pool_label, routes=dashboard, interval=dashboard_interval
+        ),
     )
     if (webhook_cert_file is None) != (webhook_key_file is None):
         raise click.UsageError("--webhook-cert-file and --webhook-key-file go together")

@@ -15,11 +15,10 @@ from typing import Any
 
 from allot.admission.resources import format_amount
 from allot.dashboard.apps import CLUSTER_QUEUE, KINDS, LOCAL_QUEUE, NAMESPACE, POD_GROUP
-from allot.dashboard.cluster_view import TOP_REASONS, pod_row
+from allot.dashboard.cluster_view import TOP_REASONS, pod_row, reason_kind
 from allot.dashboard.fairness import Share, shares
 from allot.dashboard.model import PodRecord, Quota, Snapshot
 from allot.dashboard.query import Page, QueryError
-from allot.sim.recorder import normalise_reason
 from allot.sim.stats import percentile
 
 
@@ -219,7 +218,7 @@ def app_view(
 def _reasons(pending: list[PodRecord]) -> list[dict[str, Any]]:
     counts: dict[str, list[float]] = {}
     for pod in pending:
-        entry = counts.setdefault(normalise_reason(pod.reason), [0, 0.0])
+        entry = counts.setdefault(reason_kind(pod.reason), [0, 0.0])
         entry[0] += 1
         entry[1] += pod.gpus
     ordered = sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0]))[:TOP_REASONS]

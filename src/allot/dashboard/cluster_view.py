@@ -9,11 +9,13 @@ kind (`allot.dashboard.fairness`), and at most `MAX_POINTS` history points.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from allot.dashboard.apps import CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, POD_GROUP
-from allot.dashboard.fairness import Share, default_kind, shares
-from allot.dashboard.history import EPSILON, Point, totals
+from allot.dashboard.fairness import Share, shares
+from allot.dashboard.history import Point, totals
+from allot.dashboard.measures import STATES, gpu_states, pending_work, summed
 from allot.dashboard.model import PodRecord, Snapshot
 from allot.sim.recorder import normalise_reason
 
@@ -21,29 +23,24 @@ TOP_REASONS = 8
 TOP_PENDING = 20
 MAX_POINTS = 720
 MAX_APPS = 50
-HOUR = 3600.0
 
 
-def _row(*, nodes: bool) -> dict[str, float]:
-    row = {"gpus": 0.0, "ready": 0.0, "allocated": 0.0, "inUse": 0.0, "fragmented": 0.0}
-    return {"nodes": 0.0, "nodesReady": 0.0, **row} if nodes else row
+_FIELDS = (("gpus", "total"), ("ready", "ready"), ("allocated", "allocated"), ("inUse", "in_use"),
+           ("fragmented", "stranded"), ("unhealthy", "unhealthy"))  # fmt: skip
 
 
-def _add_gpus(row: dict[str, float], ready: bool, allocated: float, in_use: float, healthy: bool) -> None:
-    row["gpus"] += 1
-    row["allocated"] += allocated
-    row["inUse"] += in_use
-    if ready and healthy:
-        row["ready"] += 1
-        if EPSILON < allocated < 1 - EPSILON:
-            row["fragmented"] += 1 - allocated
+def _row(states: dict[str, float]) -> dict[str, float | int]:
+    return {
+        name: int(states[state]) if state in ("total", "ready", "unhealthy") else round(states[state], 3)
+        for name, state in _FIELDS
+    }
 
 
-def _rounded(row: dict[str, float]) -> dict[str, float | int]:
-    return {k: int(v) if k in _COUNTS else round(v, 3) for k, v in row.items()}
-
-
-_COUNTS = frozenset({"nodes", "nodesReady", "gpus", "ready"})
+@functools.lru_cache(maxsize=4096)
+def reason_kind(reason: str) -> str:
+    """A pending reason without the names and counts that make each pod's unique (the report's
+    normalisation), computed once per distinct text."""
+    return normalise_reason(reason)
 
 
 def thin(points: list[Point], limit: int = MAX_POINTS) -> list[Point]:
@@ -61,37 +58,28 @@ def app_link(kind: str, name: str) -> str:
 
 def cluster_view(snapshot: Snapshot, history: list[Point]) -> dict[str, Any]:
     now = snapshot.time
-    by_model: dict[str, dict[str, float]] = {}
-    by_pool: dict[str, dict[str, float]] = {}
-    unhealthy = 0
+    states = gpu_states(snapshot)
+    nodes: dict[str, list[int]] = {}
     for node in snapshot.nodes:
-        pool = by_pool.setdefault(node.pool, _row(nodes=True))
-        pool["nodes"] += 1
-        pool["nodesReady"] += int(node.ready)
-        for gpu in node.gpus:
-            model = by_model.setdefault(gpu.model or gpu.mode, _row(nodes=False))
-            for row in (model, pool):
-                _add_gpus(row, node.ready, gpu.allocated, gpu.in_use, gpu.healthy)
-            unhealthy += int(not gpu.healthy)
+        counts = nodes.setdefault(node.pool, [0, 0])
+        counts[0] += 1
+        counts[1] += node.ready
     point = totals(snapshot)
+    work = pending_work(snapshot)
     pending = [p for p in snapshot.pods if not p.node]
     reasons: dict[str, list[float]] = {}
-    waited: list[tuple[float, str]] = []
-    gpu_hours = 0.0
-    oldest = 0.0
+    # (-GPU-seconds waited, -seconds waited, pod): the most GPU time waiting first.
+    waited: list[tuple[float, float, str]] = []
     for pod in pending:
         wait = max(0.0, now - pod.created) if pod.created is not None else 0.0
-        oldest = max(oldest, wait)
-        gpu_hours += pod.gpus * wait / HOUR
-        entry = reasons.setdefault(normalise_reason(pod.reason), [0, 0.0])
+        entry = reasons.setdefault(reason_kind(pod.reason), [0, 0.0])
         entry[0] += 1
         entry[1] += pod.gpus
-        waited.append((-pod.gpus * wait, pod.key))
+        waited.append((-pod.gpus * wait, -wait, pod.key))
     waited.sort()
     by_key = {p.key: p for p in pending}
-    kind = default_kind(snapshot)
-    apps = shares(snapshot, kind)
-    apps.sort(key=lambda s: (-(s.held + s.pending), s.name))
+    by_pool = summed(states, 0)
+    empty = dict.fromkeys(STATES, 0.0)
     return {
         "time": now,
         "source": snapshot.source,
@@ -104,30 +92,40 @@ def cluster_view(snapshot: Snapshot, history: list[Point]) -> dict[str, Any]:
             "allocated": point.allocated,
             "inUse": point.in_use,
             "fragmented": point.fragmented,
-            "unhealthy": unhealthy,
+            "unhealthy": int(summed(states).get("", empty)["unhealthy"]),
             "pods": len(snapshot.pods),
         },
-        "byModel": [{"model": m, **_rounded(r)} for m, r in sorted(by_model.items())],
-        "byPool": [{"pool": p, **_rounded(r)} for p, r in sorted(by_pool.items())],
+        "byModel": [{"model": m, **_row(r)} for m, r in sorted(summed(states, 1).items())],
+        "byPool": [
+            {"pool": p, "nodes": n[0], "nodesReady": n[1], **_row(by_pool.get(p, empty))}
+            for p, n in sorted(nodes.items())
+        ],
         "pending": {
-            "pods": len(pending),
-            "gpus": point.pending_gpus,
-            "gpuHours": round(gpu_hours, 3),
-            "oldest": round(oldest, 1),
+            "pods": work.pods,
+            "gpus": round(work.gpus, 3),
+            "gpuHours": round(work.gpu_hours, 3),
+            "oldest": round(work.oldest, 1),
             "reasons": [
                 {"reason": r, "pods": int(v[0]), "gpus": round(v[1], 3)}
                 for r, v in sorted(reasons.items(), key=lambda kv: (-kv[1][0], kv[0]))[:TOP_REASONS]
             ],
-            "top": [pod_row(by_key[key], now) for _, key in waited[:TOP_PENDING]],
+            "top": [pod_row(by_key[key], now) for _, _, key in waited[:TOP_PENDING]],
         },
-        "apps": {
-            "kind": kind,
-            "total": len(apps),
-            "items": [share_row(kind, s) for s in apps[:MAX_APPS]],
-        },
+        "apps": [
+            _apps(snapshot, kind)
+            for kind in (NAMESPACE, CLUSTER_QUEUE)
+            if kind == NAMESPACE or snapshot.cluster_queues
+        ],
         "history": [list(point_values(p)) for p in thin(history)],
         "historyFields": ["time", "ready", "allocated", "inUse", "fragmented", "pendingPods", "pendingGpus"],
     }
+
+
+def _apps(snapshot: Snapshot, kind: str) -> dict[str, Any]:
+    """The applications of `kind` with the most GPUs held and asked for, against their fair share."""
+    found = shares(snapshot, kind)
+    found.sort(key=lambda s: (-(s.held + s.pending), s.name))
+    return {"kind": kind, "total": len(found), "items": [share_row(kind, s) for s in found[:MAX_APPS]]}
 
 
 def point_values(point: Point) -> tuple[float, float, float, float, float, int, float]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from allot.cluster.state import ClusterState, PodInfo
 from allot.dashboard.model import OTHER, PARTITION, PLUGIN, SHARED, WHOLE, DeviceRecord, GpuRecord, Holder
 from allot.dra.tolerations import BLOCKING_EFFECTS
-from allot.model.resource import Device, DeviceTaint
+from allot.model.resource import Device, DeviceTaint, ResourceClaim
 from allot.scheduling.topology.places import place_of
 from allot.sim.inventory import PLUGIN_GPU_RESOURCE, GpuInventory
 
@@ -91,6 +91,7 @@ class DeviceCatalog:
     def __init__(self, state: ClusterState) -> None:
         self._nodes = state.nodes
         self._slices = state.slices
+        self._claims: dict[str, _Claim] = {}
         infos = state.nodes.infos
         inventory = self.inventory = GpuInventory([i.node for i in infos], state.slices.slices)
         self.nodes: dict[str, NodeDevices] = {i.name: NodeDevices() for i in infos}
@@ -163,30 +164,46 @@ class DeviceCatalog:
     def valid_for(self, state: ClusterState) -> bool:
         return self._nodes is state.nodes and self._slices is state.slices
 
+    def _parsed(self, key: str, claim: ResourceClaim) -> _Claim:
+        """What an allocated claim holds, worked out once per claim object (they are immutable)."""
+        cached = self._claims.get(key)
+        if cached is not None and cached.claim is claim:
+            return cached
+        allocation = claim.status.allocation
+        assert allocation is not None
+        pods = tuple(f"{claim.namespace}/{r.name}" for r in claim.status.reserved_for if r.resource == "pods")
+        results = []
+        for result in allocation.devices.results:
+            usage = self.inventory.result_usage(result)
+            share = round(max(usage[1], usage[2]), 4) if usage is not None else 1.0
+            results.append(
+                ((result.driver, result.pool, result.device), usage, share, result.share_id is not None)
+            )
+        holder = pods[0] if pods else f"claim {key}"
+        parsed = _Claim(claim, pods, holder, tuple(results), tuple(Holder(holder, r[2]) for r in results))
+        self._claims[key] = parsed
+        return parsed
+
     def holdings(self, state: ClusterState, domain_of: DomainOf, running: Running) -> Holdings:
         """Who holds what, from the allocated claims and (device plugin GPUs) the bound pods."""
         found = Holdings()
-        inventory = self.inventory
+        if len(self._claims) > 2 * len(state.claims) + 1024:
+            self._claims = {k: v for k, v in self._claims.items() if k in state.claims}
         for claim_key in sorted(state.claims):
             claim = state.claims[claim_key]
-            allocation = claim.status.allocation
-            if allocation is None:
+            if claim.status.allocation is None:
                 continue
-            names = [f"{claim.namespace}/{r.name}" for r in claim.status.reserved_for if r.resource == "pods"]
-            infos = [state.pods[name] for name in names if name in state.pods]
+            parsed = self._parsed(claim_key, claim)
+            infos = [state.pods[name] for name in parsed.pods if name in state.pods]
             live = any(running(info) for info in infos)
-            holder = names[0] if names else f"claim {claim_key}"
-            for result in allocation.devices.results:
-                usage = inventory.result_usage(result)
-                share = 1.0
+            holder = parsed.holder
+            for (key, usage, share, shared), plain in zip(parsed.results, parsed.holders, strict=True):
                 if usage is not None:
-                    gpu, compute, memory = usage
-                    share = max(compute, memory)
-                    found.add(gpu, compute, memory, live)
+                    found.add(usage[0], usage[1], usage[2], live)
                     found.pods[holder] = found.pods.get(holder, 0.0) + share
-                domain = domain_of(infos[0]) if result.share_id is not None and infos else ""
-                key = (result.driver, result.pool, result.device)
-                found.devices.setdefault(key, []).append(Holder(holder, round(share, 4), domain))
+                found.devices.setdefault(key, []).append(
+                    Holder(holder, share, domain_of(infos[0])) if shared and infos else plain
+                )
         # Device plugin slots: a node's bound pods asking `nvidia.com/gpu` fill them in key order.
         for node, entry in self.nodes.items():
             if not entry.plugin:
@@ -200,6 +217,17 @@ class DeviceCatalog:
                     found.pods[pod_key] = found.pods.get(pod_key, 0.0) + 1.0
                     found.add(entry.first_gpu + local, 1.0, 1.0, running(info))
         return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    claim: ResourceClaim
+    pods: tuple[str, ...]
+    holder: str
+    # (device, (gpu, compute, memory) or None, share of its GPU, shared device) per result.
+    results: tuple[tuple[DeviceKey, tuple[int, float, float] | None, float, bool], ...]
+    # Each result's holder, without a trust domain.
+    holders: tuple[Holder, ...]
 
 
 @dataclass(slots=True)

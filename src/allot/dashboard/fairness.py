@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from allot.dashboard.apps import CLUSTER_QUEUE, NAMESPACE
+from allot.dashboard.apps import CLUSTER_QUEUE
 from allot.dashboard.model import Snapshot
 from allot.sim.fairshare import weighted_max_min
 
@@ -61,8 +61,3 @@ def shares(snapshot: Snapshot, kind: str) -> list[Share]:
         Share(n, weight[i], held.get(n, 0.0), pending.get(n, 0.0), pending_pods.get(n, 0), fair[i])
         for i, n in enumerate(names)
     ]
-
-
-def default_kind(snapshot: Snapshot) -> str:
-    """ClusterQueues where Kueue's queues exist, else namespaces."""
-    return CLUSTER_QUEUE if snapshot.cluster_queues else NAMESPACE

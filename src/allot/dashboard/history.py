@@ -1,8 +1,7 @@
 """The cluster's totals over time: one point per sample, kept in memory, bounded.
 
-`totals(snapshot)` condenses a snapshot into a `Point`: GPUs ready (on ready nodes, healthy),
-allocated and in use (GPU-equivalents), the free share stranded on partly used GPUs
-(fragmentation, the simulator's definition), pending pods and the GPUs they ask for. A live
+`totals(snapshot)` condenses a snapshot into a `Point` (`allot.dashboard.measures`): GPUs ready,
+allocated, in use and stranded over the cluster, pending pods and the GPUs they ask for. A live
 dashboard samples every `interval` seconds into a `History` ring that keeps `retention`
 seconds; a simulation keeps one point per frame.
 """
@@ -13,9 +12,8 @@ from collections import deque
 
 import msgspec
 
+from allot.dashboard.measures import EPSILON, STATES, gpu_states, pending_work, summed
 from allot.dashboard.model import Snapshot
-
-EPSILON = 1e-9
 
 
 class Point(msgspec.Struct, frozen=True, array_like=True):
@@ -29,24 +27,16 @@ class Point(msgspec.Struct, frozen=True, array_like=True):
 
 
 def totals(snapshot: Snapshot) -> Point:
-    ready = allocated = in_use = fragmented = 0.0
-    for node in snapshot.nodes:
-        for gpu in node.gpus:
-            allocated += gpu.allocated
-            in_use += gpu.in_use
-            if node.ready and gpu.healthy:
-                ready += 1
-                if EPSILON < gpu.allocated < 1 - EPSILON:
-                    fragmented += 1 - gpu.allocated
-    pending = [p for p in snapshot.pods if not p.node]
+    cluster = summed(gpu_states(snapshot)).get("", dict.fromkeys(STATES, 0.0))
+    pending = pending_work(snapshot)
     return Point(
         time=snapshot.time,
-        ready=ready,
-        allocated=round(allocated, 4),
-        in_use=round(in_use, 4),
-        fragmented=round(fragmented, 4),
-        pending_pods=len(pending),
-        pending_gpus=round(sum(p.gpus for p in pending), 4),
+        ready=cluster["ready"],
+        allocated=round(cluster["allocated"], 4),
+        in_use=round(cluster["in_use"], 4),
+        fragmented=round(cluster["stranded"], 4),
+        pending_pods=pending.pods,
+        pending_gpus=round(pending.gpus, 4),
     )
 
 

@@ -5,7 +5,8 @@ demand, and reused while the scheduler's `generation` has not moved and the last
 than `max_age` seconds (waits grow with the clock). Reasons: for `allot run`, the engine's
 (`Engine.pending_reasons` over the decisions this source observed, the sentence `allot place`
 prints); for a read-only mirror, the message of each pod's `PodScheduled=False` condition,
-written by whichever scheduler tried it. `run_sampler` feeds the bounded history.
+written by whichever scheduler tried it. `run_sampler` feeds the bounded history and the GPU
+gauges of /metrics every `interval` seconds.
 """
 
 from __future__ import annotations
@@ -20,16 +21,22 @@ from aiohttp import web
 from allot.cluster.state import ClusterState
 from allot.dashboard.decisions import DecisionLog
 from allot.dashboard.history import History, Point, totals
+from allot.dashboard.measures import gpu_states, pending_work
 from allot.dashboard.model import Snapshot
 from allot.dashboard.query import QueryError
-from allot.dashboard.server import attach
+from allot.dashboard.server import attach, attach_samplers
 from allot.dashboard.snapshot import Snapshotter, running_phase
 from allot.engine.decisions import CycleResult
 from allot.live.scheduler import LiveScheduler
 
 MAX_AGE = 5.0
-# Snapshots are not taken more often than this, however fast the cluster changes.
+# Seconds between the sampler's history points and gauge refreshes, and how long history is kept.
+SAMPLE_INTERVAL = 15.0
+RETENTION = 6 * 3600.0
+# Snapshots are not taken more often than this, however fast the cluster changes, nor more
+# often than once per LOOP_SHARE times the last one's duration.
 MIN_INTERVAL = 1.0
+LOOP_SHARE = 5.0
 POD_SCHEDULED = "PodScheduled"
 
 
@@ -66,6 +73,8 @@ class LiveSource:
         self.max_age = max_age
         self.clock = clock
         self._cached: tuple[int, float, Snapshot] | None = None
+        self._measured: Snapshot | None = None
+        self._min_interval = MIN_INTERVAL
         scheduler.observers.append(self._observe)
 
     def _observe(self, result: CycleResult, now: float) -> None:
@@ -95,9 +104,11 @@ class LiveSource:
         generation = self.scheduler.generation
         cached = self._cached
         if cached is not None and (
-            now - cached[1] < MIN_INTERVAL or (cached[0] == generation and now - cached[1] < self.max_age)
+            now - cached[1] < self._min_interval
+            or (cached[0] == generation and now - cached[1] < self.max_age)
         ):
             return cached[2]
+        started = time.perf_counter()
         admission = None
         if self.watch_only:
             reasons = condition_reasons(engine.state)
@@ -115,37 +126,57 @@ class LiveSource:
             admission=admission,
         )
         self._cached = (generation, now, snapshot)
+        # The event loop is the scheduler's: snapshots take at most a fifth of it, however large
+        # the cluster and however often it changes.
+        self._min_interval = max(MIN_INTERVAL, LOOP_SHARE * (time.perf_counter() - started))
         return snapshot
 
     def history(self, until: float | None = None) -> list[Point]:
         return self.recorded.until(until)
 
     def sample(self) -> None:
-        """Add a history point if one is due and the state is known."""
-        now = self.clock()
-        if not self.recorded.due(now):
+        """Feed the GPU gauges of /metrics from a fresh snapshot, and the history when a point is due."""
+        try:
+            snapshot = self.snapshot()
+        except QueryError:
             return
-        with contextlib.suppress(QueryError):
-            self.recorded.add(totals(self.snapshot()))
+        if snapshot is not self._measured:
+            self._measured = snapshot
+            work = pending_work(snapshot)
+            self.scheduler.metrics.observe_gpus(gpu_states(snapshot), work.gpus, work.gpu_hours)
+        if self.recorded.due(snapshot.time):
+            self.recorded.add(totals(snapshot))
 
-    async def run_sampler(self, stop: asyncio.Event, *, tick: float = 1.0) -> None:
-        """Sample the history until `stop` is set (checks every `tick` seconds)."""
+    async def run_sampler(self, stop: asyncio.Event) -> None:
+        """Sample every `interval` seconds (the history's) until `stop` is set."""
         while not stop.is_set():
             self.sample()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=min(tick, self.recorded.interval))
+                await asyncio.wait_for(stop.wait(), timeout=self.recorded.interval)
 
 
 def live_dashboard(
-    *, title: str = "", pool_labels: Sequence[str] = (), history: History | None = None
+    *,
+    title: str = "",
+    pool_labels: Sequence[str] = (),
+    routes: bool = True,
+    interval: float = SAMPLE_INTERVAL,
 ) -> Callable[[web.Application, LiveScheduler], None]:
     """What `allot run` and `allot dashboard` pass as `RunSettings.extend_app`: the dashboard's
-    routes over the scheduler's mirror, beside /metrics."""
+    routes over the scheduler's mirror, beside /metrics, and its sampler, which every `interval`
+    seconds adds a history point and refreshes the GPU gauges of /metrics (kept with
+    `routes=False`, `allot run --no-dashboard`)."""
 
     def extend(app: web.Application, scheduler: LiveScheduler) -> None:
         source = LiveSource(
-            scheduler, title=title, snapshotter=Snapshotter(pool_labels=pool_labels), history=history
+            scheduler,
+            title=title,
+            snapshotter=Snapshotter(pool_labels=pool_labels),
+            history=History(interval=interval, retention=max(RETENTION, interval)),
         )
-        attach(app, {source.mode: source})
+        if routes:
+            attach(app, {source.mode: source})
+        else:
+            attach_samplers(app, [source])
 
     return extend

@@ -24,7 +24,7 @@ import contextlib
 import json
 import logging
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -234,18 +234,22 @@ def attach(app: web.Application, sources: Mapping[str, Source]) -> Dashboard:
         app[_STOP].set()
 
     app.on_shutdown.append(stop_streams)
-    live = [s for s in sources.values() if isinstance(s, Sampled)]
+    attach_samplers(app, [s for s in sources.values() if isinstance(s, Sampled)])
+    return dashboard
+
+
+def attach_samplers(app: web.Application, sources: Sequence[Sampled]) -> None:
+    """Run each source's sampler while `app` is served."""
 
     async def samplers(app: web.Application) -> AsyncIterator[None]:
         stop = asyncio.Event()
-        tasks = [asyncio.get_running_loop().create_task(s.run_sampler(stop)) for s in live]
+        tasks = [asyncio.get_running_loop().create_task(s.run_sampler(stop)) for s in sources]
         yield
         stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    if live:
+    if sources:
         app.cleanup_ctx.append(samplers)
-    return dashboard
 
 
 async def serve(

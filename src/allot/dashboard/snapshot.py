@@ -24,7 +24,7 @@ from allot.cluster.state import ClusterState, PodInfo
 from allot.dashboard.apps import group_of, local_queue_of
 from allot.dashboard.decisions import DecisionLog
 from allot.dashboard.demand import DemandEstimator
-from allot.dashboard.devices import DeviceCatalog, DomainOf, Holdings, Running
+from allot.dashboard.devices import DeviceCatalog, DomainOf, Holdings, NodeDevices, Running
 from allot.dashboard.model import (
     ClusterQueueRecord,
     CohortRecord,
@@ -84,6 +84,9 @@ class Snapshotter:
         self.pool_labels = tuple(pool_labels) or POOL_LABELS
         self._catalog: DeviceCatalog | None = None
         self._demand: DemandEstimator | None = None
+        # The last records and what they were built from, reused while that has not changed.
+        self._pod_cache: dict[str, tuple[tuple[object, ...], PodRecord]] = {}
+        self._node_cache: dict[str, tuple[tuple[object, ...], NodeRecord]] = {}
 
     def catalog(self, state: ClusterState) -> DeviceCatalog:
         if self._catalog is None or not self._catalog.valid_for(state):
@@ -137,22 +140,9 @@ class Snapshotter:
         domain_of: DomainOf | None = None,
     ) -> Snapshot:
         catalog = self.catalog(state)
-        demand = self.demand(state)
         held = catalog.holdings(state, domain_of if domain_of is not None else _namespace_domain, running)
         nodes = tuple(self._node(state, catalog, name, held) for name in state.nodes.index)
-        queue_of = _queue_lookup(admission)
-        why = reasons or {}
-        pods = tuple(
-            _pod(
-                state,
-                info,
-                queue_of,
-                running=running(info),
-                gpus=held.pods.get(key, 0.0) if info.node is not None else demand.wanted(state, info),
-                reason=why.get(key, ""),
-            )
-            for key, info in sorted(state.pods.items())
-        )
+        pods = self._pods(state, held, admission, reasons or {}, running)
         queues, local, cohorts = _queues(admission)
         return Snapshot(
             time=time,
@@ -167,24 +157,102 @@ class Snapshotter:
             decisions_seen=log is not None,
         )
 
+    def _pods(
+        self,
+        state: ClusterState,
+        held: Holdings,
+        admission: AdmissionState | None,
+        reasons: Mapping[str, str],
+        running: Running,
+    ) -> tuple[PodRecord, ...]:
+        """Pod records, each rebuilt only when what it shows changed (pod, node, claims, reason...)."""
+        demand = self.demand(state)
+        queue_of = _queue_lookup(admission)
+        cache = self._pod_cache
+        fresh: dict[str, tuple[tuple[object, ...], PodRecord]] = {}
+        records = []
+        for key, info in sorted(state.pods.items()):
+            bound = info.node is not None
+            # What the record shows depends on: the pod, its node, what it holds or (pending) its
+            # claims, its reason, whether it runs, the devices (demand) and the queues (admission).
+            mark = (
+                info.pod,
+                info.node,
+                held.pods.get(key, 0.0) if bound else tuple(state.claims.get(k) for _, k in info.claims),
+                reasons.get(key, ""),
+                running(info),
+                demand,
+                admission,
+            )
+            cached = cache.get(key)
+            if cached is not None and _same(cached[0], mark):
+                record = cached[1]
+            else:
+                local = local_queue_of(info.pod.namespace, info.pod.metadata.labels)
+                record = _pod(
+                    state,
+                    info,
+                    queue_of(local) if local else "",
+                    running=mark[4] is True,
+                    gpus=held.pods.get(key, 0.0) if bound else demand.wanted(state, info),
+                    reason=str(mark[3]),
+                )
+            fresh[key] = (mark, record)
+            records.append(record)
+        self._pod_cache = fresh
+        return tuple(records)
+
     def _node(self, state: ClusterState, catalog: DeviceCatalog, name: str, held: Holdings) -> NodeRecord:
+        """A node's record, rebuilt only when its devices' holders, its pods or its state changed."""
         table = state.nodes
         index = table.index[name]
         info = table.infos[index]
         entry = catalog.nodes[name]
+        sums = tuple(tuple(held.gpus.get(entry.first_gpu + local, ())) for local in range(len(entry.gpus)))
+        holders = tuple(held.devices.get((d.driver, d.pool, d.name)) for d in entry.devices)
+        plugin = tuple(held.plugin.get((name, local)) for local in entry.plugin)
+        mark = (
+            entry,
+            info.node,
+            bool(table.ready[index]),
+            bool(table.schedulable[index]),
+            table.requested_total(CPU, index),
+            table.requested_total(MEMORY, index),
+            frozenset(info.pods),
+            sums,
+            holders,
+            plugin,
+        )
+        cached = self._node_cache.get(name)
+        if cached is not None and _same(cached[0], mark):
+            return cached[1]
+        record = self._build_node(state, name, entry, sums, holders, plugin)
+        self._node_cache[name] = (mark, record)
+        return record
+
+    def _build_node(
+        self,
+        state: ClusterState,
+        name: str,
+        entry: NodeDevices,
+        sums: tuple[tuple[float, ...], ...],
+        holders: tuple[list[Holder] | None, ...],
+        plugin: tuple[str | None, ...],
+    ) -> NodeRecord:
+        table = state.nodes
+        index = table.index[name]
+        info = table.infos[index]
         gpus: list[GpuRecord] = []
-        for local, gpu in enumerate(entry.gpus):
-            sums = held.gpus.get(entry.first_gpu + local)
-            if sums is not None:
-                allocated = round(min(1.0, max(sums[0], sums[1])), 4)
-                gpu = replace(gpu, allocated=allocated, in_use=round(min(1.0, max(sums[2], sums[3])), 4))
+        for gpu, taken in zip(entry.gpus, sums, strict=True):
+            if taken:
+                allocated = round(min(1.0, max(taken[0], taken[1])), 4)
+                gpu = replace(gpu, allocated=allocated, in_use=round(min(1.0, max(taken[2], taken[3])), 4))
             gpus.append(gpu)
-        devices: list[DeviceRecord] = []
-        for device in entry.devices:
-            holders = held.devices.get((device.driver, device.pool, device.name))
-            devices.append(replace(device, holders=tuple(holders)) if holders else device)
-        for local in entry.plugin:
-            pod = held.plugin.get((name, local))
+        devices: list[DeviceRecord] = [
+            replace(device, holders=tuple(found)) if found else device
+            for device, found in zip(entry.devices, holders, strict=True)
+        ]
+        for local, pod in zip(entry.plugin, plugin, strict=True):
             gpu = entry.gpus[local]
             devices.append(
                 DeviceRecord(
@@ -243,10 +311,15 @@ def _queue_lookup(admission: AdmissionState | None) -> Callable[[str], str]:
     return lookup
 
 
+def _same(old: tuple[object, ...], new: tuple[object, ...]) -> bool:
+    """Whether two marks are equal: records and objects by identity (they are immutable), the rest by value."""
+    return all(a is b or a == b for a, b in zip(old, new, strict=True))
+
+
 def _pod(
     state: ClusterState,
     info: PodInfo,
-    queue_of: Callable[[str], str],
+    cluster_queue: str,
     *,
     running: bool,
     gpus: float,
@@ -265,7 +338,7 @@ def _pod(
         priority=info.priority,
         scheduler=pod.spec.scheduler_name,
         local_queue=local_queue,
-        cluster_queue=queue_of(local_queue) if local_queue else "",
+        cluster_queue=cluster_queue,
         group=group_of(namespace, labels),
         gpus=round(gpus, 4),
         created=parse_timestamp(pod.metadata.creation_timestamp),

@@ -190,8 +190,8 @@
       ["Pending pods", num(c.pending.pods), num(c.pending.gpus) + " GPUs asked; oldest " + dur(c.pending.oldest)],
       ["GPU-hours waiting", num(c.pending.gpuHours, 1), "GPUs asked × time waited"],
     ];
-    const apps = c.apps;
-    const appTitle = apps.kind === "clusterqueue" ? "ClusterQueues" : "Namespaces";
+    const appTables = c.apps.map((apps) => "<h2>" + (apps.kind === "clusterqueue" ? "ClusterQueues" : "Namespaces") + ': GPUs against fair share</h2><p class="lead">Fair share: the GPUs on ready nodes split by weighted max-min over what each holds and asks for; ratio = held ÷ fair (below 0.90 in red). <a href="#/apps?kind=' + apps.kind + '">All ' + num(apps.total) + "</a></p>" +
+      '<div id="cluster-' + apps.kind + '">' + table(["", "weight", "GPUs held", "asked (pending)", "fair share", "ratio", ""], apps.items.map((a) => [appLink(a.app), num(a.weight), num(a.held), num(a.pending) + " (" + num(a.pendingPods) + " pods)", num(a.fair), ratio(a.ratio), bar(a.held, Math.max(a.fair, a.held + a.pending), null, a.fair)]), [0]) + "</div>").join("");
     return '<h1>Cluster</h1><p class="lead">' + esc(c.title || "") + " " + esc(when(c.time)) + "</p>" +
       '<div class="cards" id="cluster-totals">' + cards.map(([n, v, s]) => '<div class="card"><div class="small">' + esc(n) + '</div><div class="big">' + v + '</div><div class="small">' + esc(s) + "</div></div>").join("") + "</div>" +
       "<h2>Allocation over time</h2>" + chart(c.history, c.historyFields) +
@@ -200,11 +200,11 @@
       "</div><div><h2>By node pool</h2>" +
       table(["pool", "nodes", "GPUs", "allocated", "in use", "stranded", ""], c.byPool.map((p) => ['<a href="#/nodes?pool=' + encodeURIComponent(p.pool) + '">' + esc(p.pool) + "</a>", num(p.nodesReady) + "/" + num(p.nodes), num(p.ready) + "/" + num(p.gpus), num(p.allocated), num(p.inUse), num(p.fragmented), bar(p.allocated, p.ready, p.inUse)]), [0]) +
       "</div></div>" +
-      "<h2>" + appTitle + ': share of GPUs against fair share</h2><p class="lead">Fair share: the GPUs on ready nodes split by weighted max-min over what each holds and asks for; ratio = held ÷ fair (below 0.90 in red). <a href="#/apps?kind=' + apps.kind + '">All applications</a></p>' +
-      '<div id="cluster-apps">' + table(["", "weight", "GPUs held", "asked (pending)", "fair share", "ratio", ""], apps.items.map((a) => [appLink(a.app), num(a.weight), num(a.held), num(a.pending) + " (" + num(a.pendingPods) + " pods)", num(a.fair), ratio(a.ratio), bar(a.held, Math.max(a.fair, a.held + a.pending), null, a.fair)]), [0]) + "</div>" +
+      appTables +
       '<h2>Why pods wait</h2><div class="grid2"><div>' +
       table(["reason (names and counts taken out)", "pods", "GPUs"], c.pending.reasons.map((r) => ['<span class="mono">' + esc(r.reason) + "</span>", num(r.pods), num(r.gpus)]), [0]) +
-      '</div></div><h2>Longest GPU waits</h2><div id="pending-top">' + pendingTable(c.pending.top) + "</div>";
+      '</div></div><h2>Longest waits</h2><p class="lead">Pending pods, the most GPU-hours of waiting first, then the longest waits.</p>' +
+      '<div id="pending-top">' + pendingTable(c.pending.top) + "</div>";
   }
 
   function nodesControls(params, pools) {

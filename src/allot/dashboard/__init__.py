@@ -10,10 +10,12 @@ The layers inside, lowest first:
 
 * `model`: the `Snapshot`, plain records of one instant (what the views read, what a recorded
   simulation stores);
-* `snapshot`: `take_snapshot(...)`, a pure function of the engine's state (ClusterState,
-  AdmissionState, the scheduler's profiles) and the decisions seen so far (`decisions`);
+* `snapshot`: `Snapshotter.take(...)`, a pure function of the engine's state (ClusterState,
+  AdmissionState, the scheduler's profiles) and the decisions seen so far (`decisions`), with
+  `devices` (each node's devices and who holds them), `demand` (what pending pods ask for);
+* `measures`, `history`, `fairness`: GPUs by state, pool and model; totals over time; fair shares;
 * `cluster_view`, `node_view`, `app_view`: pure functions of a snapshot and a validated query
-  (`query`) to bounded JSON documents, aggregated server-side;
+  (`query`) to bounded JSON documents, aggregated server-side (applications: `apps`);
 * `server`: the aiohttp routes (JSON, server-sent events, the page and its assets in `static/`,
   nothing from a CDN) over a `Source`: `live_source` (the live scheduler's mirror, `allot run`
   and `allot dashboard`) or `frames` (a simulation's frames over simulated time).

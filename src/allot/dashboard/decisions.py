@@ -16,7 +16,7 @@ key (applications are few: namespaces, queues and pod groups).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from allot.cluster.state import ClusterState
 from allot.dashboard.apps import CLUSTER_QUEUE, app_keys, group_of, local_queue_of
@@ -81,6 +81,3 @@ class DecisionLog:
             )
             for key in keys
         }
-
-    def last(self) -> Mapping[str, str]:
-        return self.reasons

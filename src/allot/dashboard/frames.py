@@ -18,7 +18,6 @@ from __future__ import annotations
 import bisect
 import json
 from collections import OrderedDict
-from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -173,12 +172,3 @@ class FrameSource:
 
     def history(self, until: float | None = None) -> list[Point]:
         return [p for p in self._history if until is None or p.time <= until]
-
-
-def recorder_factory(directory: Path, *, every: float, title: str) -> Callable[[Simulation], FrameRecorder]:
-    """What the CLI gives each policy's run: a recorder writing to `<directory>/<policy>`."""
-
-    def attach(simulation: Simulation) -> FrameRecorder:
-        return FrameRecorder(simulation, directory / simulation.policy.name, every=every, title=title)
-
-    return attach

@@ -119,16 +119,19 @@
       { name: "pendingGpus", color: PALETTE[3], dash: "2 2" },
     ];
     const t0 = points[0][0], t1 = points[points.length - 1][0];
-    let top = 1;
-    for (const p of points) for (const s of series) top = Math.max(top, p[at(s.name)]);
-    top *= 1.08;
+    let most = 1;
+    for (const p of points) for (const s of series) most = Math.max(most, p[at(s.name)]);
+    // A round step (1, 2 or 5 times a power of ten) giving four or five grid lines.
+    const magnitude = Math.pow(10, Math.floor(Math.log10(most / 4)));
+    const step = [1, 2, 5, 10].map((m) => m * magnitude).find((v) => most / v <= 5);
+    const top = step * Math.ceil(most / step);
     const x = (t) => L + (W - L - R) * (t1 > t0 ? (t - t0) / (t1 - t0) : 0);
     const y = (v) => T + (H - T - B) * (1 - v / top);
     let svg = '<svg class="chart" viewBox="0 0 ' + W + " " + H + '" preserveAspectRatio="none" role="img" aria-label="GPU allocation over time">';
-    for (let i = 0; i <= 4; i++) {
-      const v = top * i / 4;
+    const decimals = step < 1 ? Math.ceil(-Math.log10(step)) : 0;
+    for (let v = 0; v <= top + step / 2; v += step) {
       svg += '<line x1="' + L + '" x2="' + (W - R) + '" y1="' + y(v) + '" y2="' + y(v) + '" stroke="#e3e7ee"/>';
-      svg += '<text x="' + (L - 4) + '" y="' + (y(v) + 4) + '" text-anchor="end">' + num(v, 0) + "</text>";
+      svg += '<text x="' + (L - 4) + '" y="' + (y(v) + 4) + '" text-anchor="end">' + num(v, decimals) + "</text>";
     }
     for (let i = 0; i <= 4; i++) {
       const t = t0 + (t1 - t0) * i / 4;
@@ -143,7 +146,7 @@
       svg += '<path d="' + line + '" fill="none" stroke="' + s.color + '" stroke-width="1.6"' + (s.dash ? ' stroke-dasharray="' + s.dash + '"' : "") + "/>";
     }
     svg += "</svg>";
-    const legend = '<div class="legend">' + [["GPUs ready", "#5b6575"], ["allocated", PALETTE[0]], ["in use", PALETTE[2]], ["GPUs asked by pending pods", PALETTE[3]]]
+    const legend = '<div class="legend">' + [["GPUs ready", "#5b6575"], ["allocated", PALETTE[0]], ["in use (running pods)", PALETTE[2]], ["GPUs asked by pending pods", PALETTE[3]]]
       .map(([n, c]) => '<span><i style="background:' + c + '"></i>' + n + "</span>").join("") + "</div>";
     return svg + legend;
   }

@@ -1,7 +1,8 @@
 """A small simulation for the dashboard's tests: whole, shared and MIG GPUs, Kueue queues, contention.
 
 Three DGX H100 (one of whole GPUs paired with NICs, one of fractional GPUs, one cut into MIG
-slices) and a CPU node, two teams in a cohort; one team asks for more GPUs than its share.
+slices) and a CPU node, two teams in a cohort; one team asks for more whole GPUs than its share
+and the other, asking later, takes its share back (preemption).
 `record(directory)` runs it under `fair` with the dashboard's `FrameRecorder` attached and returns
 the run's `SimResult` (the recorder's own samples, to check the frames against).
 """
@@ -30,8 +31,8 @@ cluster:
 kueue:
   cohort: lab
 tenants:
-- {name: alpha, weight: 1}
-- {name: beta, weight: 1}
+- {name: alpha, weight: 1, quota: {gpus: 4}}
+- {name: beta, weight: 1, quota: {gpus: 4}}
 jobs:
 - name: train
   tenant: alpha
@@ -46,6 +47,12 @@ jobs:
   duration: {lognormal: {median: 25m, sigma: 0.5}}
   resources: {cpu: 2, memory: 8Gi}
   devices: {gpuShare: {cores: 30, memory: 20Gi}}
+- name: tune
+  tenant: beta
+  arrival: {times: [40m, 45m, 50m]}
+  duration: 30m
+  resources: {cpu: 16, memory: 64Gi}
+  devices: {gpus: 4}
 - name: eval
   tenant: beta
   arrival: {poisson: {rate: 16/h}}

@@ -141,6 +141,19 @@ def test_the_cluster_and_application_views_of_a_frame(run: tuple[SimResult, Fram
     assert [a["name"] for a in listed["items"]] == sorted(q.name for q in snapshot.cluster_queues)
 
 
+def test_admissions_and_preemptions_are_the_simulators(run: tuple[SimResult, FrameSource]) -> None:
+    result, source = run
+    last = source.snapshot()
+    for queue in last.cluster_queues:
+        admitted = sum(1 for a in result.admissions if a.cluster_queue == queue.name)
+        assert last.tallies[f"clusterqueue/{queue.name}"].admissions == admitted
+    for tenant in result.tenants:
+        preempted = sum(1 for p in result.preemptions if p.tenant == tenant)
+        tally = last.tallies.get(f"namespace/{tenant}")
+        assert (tally.preemptions if tally is not None else 0) == preempted
+    assert sum(a.admissions for a in last.tallies.values()) > 0 and result.preemptions
+
+
 def _snapshot(pods: list[PodRecord], gpus: int = 4) -> Snapshot:
     node = NodeRecord(
         name="n1", pool="p", gpus=tuple(GpuRecord(label=f"g{i}", mode="whole") for i in range(gpus))

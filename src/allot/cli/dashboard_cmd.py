@@ -9,6 +9,7 @@ frame directory). See docs/dashboard.md.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -35,8 +36,9 @@ def extra_missing(error: ImportError, command: str) -> NoReturn:
     bad_input([f"{command} needs the dashboard extra (pip install 'allot[dashboard]'): {error}"], NOT_DONE)
 
 
-def replay_sources(directory: Path) -> dict[str, Source]:
-    """The runs recorded under `directory`: itself (one run) or its subdirectories (one per policy)."""
+def replay_sources(directory: Path, runs: Sequence[str] | None = None) -> dict[str, Source]:
+    """The runs recorded under `directory`: itself (one run) or its subdirectories (one per policy),
+    or only those named in `runs`."""
     from allot.dashboard.frames import INDEX, FrameSource, RecordingError
 
     folders = (
@@ -44,6 +46,8 @@ def replay_sources(directory: Path) -> dict[str, Source]:
         if (directory / INDEX).is_file()
         else sorted(p.parent for p in directory.glob(f"*/{INDEX}"))
     )
+    if runs is not None:
+        folders = [f for f in folders if f.name in runs]
     if not folders:
         bad_input([f"--replay {directory}: no recorded simulation here (no {INDEX})"], NOT_DONE)
     sources: dict[str, Source] = {}

@@ -363,7 +363,8 @@ def simulate(
             from allot.cli.dashboard_cmd import replay_sources, serve_sources
 
             sys.stdout.flush()
-            serve_sources(replay_sources(frames.directory), bind_address, port)
+            runs = [p.name for p in prepared.policies]
+            serve_sources(replay_sources(frames.directory, runs), bind_address, port)
     finally:
         if scratch is not None:
             scratch.cleanup()

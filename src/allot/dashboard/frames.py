@@ -59,6 +59,9 @@ class FrameRecorder:
         self.history: list[Point] = []
         self._next = 0.0
         directory.mkdir(parents=True, exist_ok=True)
+        # A folder used before holds another run's frames: they go, this run's take their place.
+        for stale in [*directory.glob("frame-*.msgpack"), directory / INDEX]:
+            stale.unlink(missing_ok=True)
         simulation.observers.append(self._observe)
         previous = simulation.progress
 

@@ -35,7 +35,7 @@ SAMPLE_INTERVAL = 15.0
 RETENTION = 6 * 3600.0
 # Snapshots are not taken more often than this, however fast the cluster changes, nor more
 # often than once per LOOP_SHARE times the last one's duration.
-MIN_INTERVAL = 1.0
+MIN_INTERVAL = 0.5
 LOOP_SHARE = 5.0
 POD_SCHEDULED = "PodScheduled"
 

@@ -44,7 +44,7 @@ ASSETS = {
     "style.css": "text/css; charset=utf-8",
 }
 COMMON = ("run", "t")
-EVENT_TICK = 1.0
+EVENT_TICK = 0.5
 KEEPALIVE = 15.0
 _STOP: web.AppKey[asyncio.Event] = web.AppKey("dashboard-stop", asyncio.Event)
 

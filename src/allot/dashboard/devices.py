@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from allot.cluster.state import ClusterState, PodInfo
 from allot.dashboard.model import OTHER, PARTITION, PLUGIN, SHARED, WHOLE, DeviceRecord, GpuRecord, Holder
 from allot.dra.tolerations import BLOCKING_EFFECTS
+from allot.model.core import Taint
 from allot.model.resource import Device, DeviceTaint, ResourceClaim
 from allot.scheduling.topology.places import place_of
 from allot.sim.inventory import PLUGIN_GPU_RESOURCE, GpuInventory
@@ -54,7 +55,8 @@ def model_of(device: Device, driver: str) -> str:
     return ""
 
 
-def taint_text(taint: DeviceTaint) -> str:
+def taint_text(taint: DeviceTaint | Taint) -> str:
+    """A node's or a device's taint as kubectl prints it: `key=value:Effect`."""
     value = f"={taint.value}" if taint.value else ""
     return f"{taint.key}{value}:{taint.effect}"
 

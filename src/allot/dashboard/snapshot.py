@@ -4,8 +4,9 @@ A pure function of what it is given: the ClusterState (nodes, pods, claims, devi
 AdmissionState (quota, usage, fair sharing) when Kueue's queues exist, the pending reasons
 (`Engine.pending_reasons` over the latest decisions, or the pods' own PodScheduled messages for
 a read-only mirror) and the `DecisionLog`'s tallies. The same code serves the live scheduler
-and the simulator; the `Snapshotter` only memoises what depends on nodes and devices alone
-(`DeviceCatalog`, `DemandEstimator`), rebuilt when the state replaces them.
+and the simulator. The `Snapshotter` only memoises: what depends on nodes and devices alone
+(`DeviceCatalog`, `DemandEstimator`, rebuilt when the state replaces them), and each pod's and
+node's record with what it was built from, reused while that has not changed.
 
 Node pools: the first of `pool_labels` a node carries (cloud providers' node pool labels by
 default), else its name without a trailing `-<number>` (`train-7` is in pool `train`).
@@ -24,7 +25,7 @@ from allot.cluster.state import ClusterState, PodInfo
 from allot.dashboard.apps import group_of, local_queue_of
 from allot.dashboard.decisions import DecisionLog
 from allot.dashboard.demand import DemandEstimator
-from allot.dashboard.devices import DeviceCatalog, DomainOf, Holdings, NodeDevices, Running
+from allot.dashboard.devices import DeviceCatalog, DomainOf, Holdings, NodeDevices, Running, taint_text
 from allot.dashboard.model import (
     ClusterQueueRecord,
     CohortRecord,
@@ -38,7 +39,6 @@ from allot.dashboard.model import (
     Snapshot,
 )
 from allot.engine.engine import Engine
-from allot.model.core import Taint
 from allot.model.timestamps import parse_timestamp
 from allot.scheduling.plugins.gpu_isolation import GpuIsolation
 from allot.scheduling.sharing.domains import TrustDomain
@@ -59,11 +59,6 @@ def pool_of(name: str, labels: Mapping[str, str], pool_labels: Sequence[str] = P
         if value:
             return value
     return _TRAILING_NUMBER.sub("", name) or name
-
-
-def taint_text(taint: Taint) -> str:
-    value = f"={taint.value}" if taint.value else ""
-    return f"{taint.key}{value}:{taint.effect}"
 
 
 def running_phase(info: PodInfo) -> bool:
@@ -173,14 +168,17 @@ class Snapshotter:
         records = []
         for key, info in sorted(state.pods.items()):
             bound = info.node is not None
-            # What the record shows depends on: the pod, its node, what it holds or (pending) its
-            # claims, its reason, whether it runs, the devices (demand) and the queues (admission).
+            reason = reasons.get(key, "")
+            runs = running(info)
+            # What the record shows depends on: the pod, its node and priority, what it holds or
+            # (pending) its claims, its reason, whether it runs, the devices (demand), the queues.
             mark = (
                 info.pod,
                 info.node,
+                info.priority,
                 held.pods.get(key, 0.0) if bound else tuple(state.claims.get(k) for _, k in info.claims),
-                reasons.get(key, ""),
-                running(info),
+                reason,
+                runs,
                 demand,
                 admission,
             )
@@ -193,9 +191,9 @@ class Snapshotter:
                     state,
                     info,
                     queue_of(local) if local else "",
-                    running=mark[4] is True,
+                    running=runs,
                     gpus=held.pods.get(key, 0.0) if bound else demand.wanted(state, info),
-                    reason=str(mark[3]),
+                    reason=reason,
                 )
             fresh[key] = (mark, record)
             records.append(record)

@@ -17,6 +17,7 @@ import click
 from allot import __version__
 from allot.cli.agent_cmd import agent
 from allot.cli.allocate_cmd import allocate
+from allot.cli.dashboard_cmd import dashboard
 from allot.cli.exits import EXIT_INTERNAL
 from allot.cli.experiment_cmd import experiment
 from allot.cli.place_cmd import place
@@ -42,6 +43,7 @@ cli.add_command(preset)
 cli.add_command(experiment)
 cli.add_command(agent)
 cli.add_command(run)
+cli.add_command(dashboard)
 
 
 TRACEBACK_VARIABLE = "ALLOT_TRACEBACK"

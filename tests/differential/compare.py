@@ -36,7 +36,7 @@ from allot.plan.planner import PlanResult, plan, resulting_objects
 from allot.scheduling.plugins.dynamic_resources import CANNOT_ALLOCATE
 from allot.scheduling.plugins.gpu_isolation import OTHER_DOMAIN
 from allot.scheduling.profile import DEFAULT_FILTERS, DEFAULT_SCORE_WEIGHTS, Profile
-from differential.case import Case, final, key_of, recorded_pods, state_after, state_before
+from differential.case import Case, final, key_of, state_after, state_before
 from differential.features import gated
 from differential.validity import problems
 
@@ -178,6 +178,13 @@ class StepReport:
         return ""
 
     @property
+    def victims_agree(self) -> bool | None:
+        """Whether both preempted the same pods (None unless both placed the pod by preemption)."""
+        if not (self.kube_victims and self.allot_victims):
+            return None
+        return self.kube_victims == self.allot_victims
+
+    @property
     def reasons_agree(self) -> bool | None:
         """Whether both gave the same per-node reasons (None unless both left the pod pending)."""
         if self.kube_node is not None or self.allot_node is not None:
@@ -190,10 +197,9 @@ class CaseReport:
     name: str
     features: list[str]
     steps: list[StepReport] = field(default_factory=list)
+    # Pods holding a node at the end: recorded pods bound, running pods not preempted.
     kube_placed: set[str] = field(default_factory=set)
     allot_placed: set[str] = field(default_factory=set)
-    kube_deleted: set[str] = field(default_factory=set)
-    allot_evicted: set[str] = field(default_factory=set)
     # Set when the whole runs differ: why ("choice", "isolation"), or "" if unexplained.
     explanation: str = ""
     invalid: list[str] = field(default_factory=list)  # allot's whole run
@@ -215,6 +221,10 @@ class CaseReport:
                 out.append(
                     f"step {step.pod}: kube-scheduler {_where(step.kube_node, step.kube_message)}, "
                     f"allot {_where(step.allot_node, step.allot_reason)}"
+                )
+            if step.reasons_agree is False:
+                out.append(
+                    f"step {step.pod}: reasons differ: kube-scheduler {step.kube_message!r}, allot {step.allot_reason!r}"
                 )
             out += [f"step {step.pod}: allot's placement is invalid: {p}" for p in step.invalid]
         if not self.whole_run_agrees and not self.explanation:
@@ -248,36 +258,36 @@ def compare_step(case: Case, index: int, decoded: Decoded | None = None) -> Step
     return report
 
 
-def _placed(result: PlanResult, recorded: set[str]) -> set[str]:
-    return {b.pod for b in result.bound if b.pod in recorded} - {e.pod for e in result.evicted}
+def _placed(result: PlanResult, running: set[str]) -> set[str]:
+    """Every pod that holds a node after allot's plan: those it bound, and those that ran before
+    and were not evicted."""
+    return ({b.pod for b in result.bound} | running) - {e.pod for e in result.evicted}
 
 
 def compare_case(case: Case, *, steps: bool = True) -> CaseReport:
-    recorded = set(recorded_pods(case))
+    running = {key_of(p) for p in case.pods() if p["spec"].get("nodeName")}
     outcome = final(case)
     report = CaseReport(case.name, list(case.features))
-    report.kube_placed = {p for p in outcome.bound if p in recorded}
-    report.kube_deleted = set(outcome.deleted)
+    report.kube_placed = set(outcome.bound)
     report.kube_invalid = problems(state_after(case))
     decoded = Decoded(case)
     if steps:
         report.steps = [compare_step(case, i, decoded) for i in range(len(case.steps))]
     result = run_allot(case.objects, decoded=decoded)
-    report.allot_placed = _placed(result, recorded)
-    report.allot_evicted = {e.pod for e in result.evicted}
+    report.allot_placed = _placed(result, running)
     report.invalid = problems(after_objects(case.objects, result))
     if not report.whole_run_agrees:
-        report.explanation = _explain(case, report, recorded, decoded)
+        report.explanation = _explain(case, report, running, decoded)
     return report
 
 
-def _explain(case: Case, report: CaseReport, recorded: set[str], decoded: Decoded) -> str:
+def _explain(case: Case, report: CaseReport, running: set[str], decoded: Decoded) -> str:
     """Why the whole runs differ, if the difference is an intended one; "" if not."""
-    equivalent = _placed(run_allot(case.objects, profiles=KUBE_EQUIVALENT, decoded=decoded), recorded)
+    equivalent = _placed(run_allot(case.objects, profiles=KUBE_EQUIVALENT, decoded=decoded), running)
     if equivalent == report.kube_placed:
         intended = sorted({s.intended for s in report.steps if s.intended})
         return ", ".join(intended) if intended else "allot's device choice"
     for seed in SEEDS:
-        if _placed(run_allot(case.objects, seed=seed, decoded=decoded), recorded) != report.allot_placed:
+        if _placed(run_allot(case.objects, seed=seed, decoded=decoded), running) != report.allot_placed:
             return CHOICE
     return ""

@@ -21,6 +21,8 @@ class Tally:
     invalid: int = 0
     reasons: int = 0
     reasons_agree: int = 0
+    victims: int = 0
+    victims_agree: int = 0
     intended: dict[str, int] = field(default_factory=dict)
 
     def add(self, report: CaseReport) -> None:
@@ -35,6 +37,9 @@ class Tally:
             if step.reasons_agree is not None:
                 self.reasons += 1
                 self.reasons_agree += step.reasons_agree
+            if step.victims_agree is not None:
+                self.victims += 1
+                self.victims_agree += step.victims_agree
         self.whole_agree += report.whole_run_agrees
         if not report.whole_run_agrees and report.explanation:
             self.whole_explained += 1
@@ -51,7 +56,8 @@ class Tally:
             f"{label:24} {self.cases:4} cases  steps {self.steps_agree:4}/{self.steps:<4} {pct(self.steps_agree, self.steps)}"
             f" (+{self.steps_intended} intended)  whole runs {self.whole_agree:3}/{self.cases:<3}"
             f" {pct(self.whole_agree, self.cases)} (+{self.whole_explained} explained)"
-            f"  invalid {self.invalid}  reasons {pct(self.reasons_agree, self.reasons)}"
+            f"  invalid {self.invalid}  reasons {self.reasons_agree}/{self.reasons}"
+            f"  victims {self.victims_agree}/{self.victims}"
         )
 
 

@@ -278,6 +278,9 @@ class _Generator:
 
     def _mig_slices(self, node: _Node) -> list[Obj]:
         gpus = self.rng.randint(1, 2)
+        # Every device of the class carries the attributes selectors read: a selector that fails
+        # on one device aborts kube-scheduler's whole cycle (docs/differential.md).
+        version = self.rng.choice(DRIVER_VERSIONS)
         counter_sets = []
         devices = []
         for g in range(gpus):
@@ -292,7 +295,7 @@ class _Generator:
                     "attributes": {
                         "type": {"string": "gpu" if whole else "mig"}, "model": {"string": "h100"},
                         "profile": {"string": profile}, "parent": {"int": g}, "start": {"int": start},
-                        "index": {"int": g}, "numa": {"int": g},
+                        "index": {"int": g}, "numa": {"int": g}, "driverVersion": {"version": version},
                     },
                     "capacity": {"memory": {"value": f"{10 * width}Gi"}},
                     "consumesCounters": [{

@@ -6,15 +6,16 @@ Two comparisons, both in-process through `allot.plan.planner.plan` (what `allot 
   as kube-scheduler saw it when it took that pod (earlier pods where kube-scheduler put them,
   claims as it allocated them, victims gone; `case.state_before`). Both decided from the same
   state, so "placed or not" must agree; node choice may differ (ties, allot's device choice),
-  which is why each step starts again from kube-scheduler's state. A step where allot leaves the
-  pod pending because of GPU isolation (allot's GpuIsolation, not in kube-scheduler) is an
-  intended difference. allot's placement at each step is checked by `validity.problems`, and
-  where both leave the pod pending their reasons are compared.
+  which is why each step starts again from kube-scheduler's state. A disagreement is intended
+  when allot with kube-scheduler's behaviour (`KUBE_EQUIVALENT`) agrees on that step: it comes
+  from one of allot's additions (GPU isolation, preemption to free devices). allot's placement at
+  each step is checked by `validity.problems`, and where both leave the pod pending their
+  reasons must match.
 * **Whole run**: allot places every pending pod of the case's input at once, as `allot place`
-  on the dump would; its set of placed pods is compared with kube-scheduler's final one. When
-  they differ, the difference is explained if allot's own result moves with its tie-break seed
-  (the outcome depends on which of equally good nodes an earlier pod took), or, for GPU
-  isolation, if allot with kube-scheduler's plugins only (no GpuIsolation) agrees.
+  on the dump would; the pods holding a node at the end are compared with kube-scheduler's.
+  When they differ, the difference is explained if allot with `KUBE_EQUIVALENT` agrees, or if
+  allot's own result moves with its tie-break seed (it depends on which of equally good nodes an
+  earlier pod took).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from differential.features import gated
 from differential.validity import problems
 
 Obj = dict[str, Any]
-SEEDS = (1, 2, 3, 4)
+SEEDS = (1, 2, 3, 4, 5, 6, 7)
 
 # kube-scheduler's behaviour: allot's GpuIsolation filter and TopologyAlignment score off, upstream's
 # first-found devices, and no preemption to free devices.
@@ -158,24 +159,21 @@ class StepReport:
     kube_victims: list[str] = field(default_factory=list)
     allot_victims: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
+    # Set when they disagree but allot with kube-scheduler's behaviour (KUBE_EQUIVALENT) agrees:
+    # the difference is one of allot's on purpose, named here.
+    intended: str = ""
 
     @property
     def agree(self) -> bool:
         return (self.kube_node is None) == (self.allot_node is None)
 
-    @property
-    def intended(self) -> str:
-        """Why a disagreement is an intended allot improvement ("" when it is not)."""
+    def intended_kind(self) -> str:
+        """Which of allot's intended differences this disagreement looks like."""
         if self.kube_node is not None and self.allot_node is None and OTHER_DOMAIN in self.allot_reason:
             return ISOLATION
-        if (
-            self.kube_node is None
-            and self.allot_node is not None
-            and self.allot_victims
-            and CANNOT_ALLOCATE in self.kube_message
-        ):
-            return DEVICE_PREEMPTION
-        return ""
+        if self.kube_node is None and self.allot_node is not None and self.allot_victims:
+            return DEVICE_PREEMPTION if CANNOT_ALLOCATE in self.kube_message else "preemption"
+        return "allot's plugins"
 
     @property
     def victims_agree(self) -> bool | None:
@@ -200,6 +198,9 @@ class CaseReport:
     # Pods holding a node at the end: recorded pods bound, running pods not preempted.
     kube_placed: set[str] = field(default_factory=set)
     allot_placed: set[str] = field(default_factory=set)
+    # The same with kube-scheduler's behaviour (KUBE_EQUIVALENT): allot's additions off (planned
+    # when the whole runs differ, or when asked for).
+    equivalent_placed: set[str] | None = None
     # Set when the whole runs differ: why ("choice", "isolation"), or "" if unexplained.
     explanation: str = ""
     invalid: list[str] = field(default_factory=list)  # allot's whole run
@@ -250,6 +251,10 @@ def compare_step(case: Case, index: int, decoded: Decoded | None = None) -> Step
         allot_reason=result.waiting.get(step.pod, ""), kube_victims=sorted(step.changes.deleted),
         allot_victims=sorted(e.pod for e in result.evicted),
     )  # fmt: skip
+    if not report.agree:
+        equivalent = run_allot(objects, profiles=KUBE_EQUIVALENT, decoded=decoded)
+        if (step.pod in {b.pod for b in equivalent.bound}) == (step.node is not None):
+            report.intended = report.intended_kind()
     if report.allot_node is not None or report.allot_victims:
         found = problems(after_objects(objects, result))
         if found:  # only what allot's decision broke (kube-scheduler's own are reported once, per case)
@@ -264,7 +269,9 @@ def _placed(result: PlanResult, running: set[str]) -> set[str]:
     return ({b.pod for b in result.bound} | running) - {e.pod for e in result.evicted}
 
 
-def compare_case(case: Case, *, steps: bool = True) -> CaseReport:
+def compare_case(case: Case, *, steps: bool = True, equivalent: bool = False) -> CaseReport:
+    """Both comparisons (`steps=False`: the whole run only). `equivalent`: also plan the whole run
+    with KUBE_EQUIVALENT when it agrees anyway (for the figures)."""
     running = {key_of(p) for p in case.pods() if p["spec"].get("nodeName")}
     outcome = final(case)
     report = CaseReport(case.name, list(case.features))
@@ -275,6 +282,9 @@ def compare_case(case: Case, *, steps: bool = True) -> CaseReport:
         report.steps = [compare_step(case, i, decoded) for i in range(len(case.steps))]
     result = run_allot(case.objects, decoded=decoded)
     report.allot_placed = _placed(result, running)
+    if equivalent or not report.whole_run_agrees:
+        kube_like = run_allot(case.objects, profiles=KUBE_EQUIVALENT, decoded=decoded)
+        report.equivalent_placed = _placed(kube_like, running)
     report.invalid = problems(after_objects(case.objects, result))
     if not report.whole_run_agrees:
         report.explanation = _explain(case, report, running, decoded)
@@ -282,12 +292,22 @@ def compare_case(case: Case, *, steps: bool = True) -> CaseReport:
 
 
 def _explain(case: Case, report: CaseReport, running: set[str], decoded: Decoded) -> str:
-    """Why the whole runs differ, if the difference is an intended one; "" if not."""
-    equivalent = _placed(run_allot(case.objects, profiles=KUBE_EQUIVALENT, decoded=decoded), running)
-    if equivalent == report.kube_placed:
+    """Why the whole runs differ, if the difference is an intended one or a tie; "" if not.
+
+    allot with kube-scheduler's behaviour (KUBE_EQUIVALENT) placing what kube-scheduler placed
+    means the difference is one of allot's additions. Otherwise, if allot's result moves with its
+    tie-break seed, which pods fit depends on which of equally scored nodes earlier pods took
+    (kube-scheduler picks among those at random): "choice".
+    """
+
+    def placed(profiles: Mapping[str, Profile] | None, seed: int) -> set[str]:
+        return _placed(run_allot(case.objects, profiles=profiles, seed=seed, decoded=decoded), running)
+
+    if report.equivalent_placed == report.kube_placed:
         intended = sorted({s.intended for s in report.steps if s.intended})
         return ", ".join(intended) if intended else "allot's device choice"
-    for seed in SEEDS:
-        if _placed(run_allot(case.objects, seed=seed, decoded=decoded), running) != report.allot_placed:
+    for profiles in (KUBE_EQUIVALENT, None):
+        first = placed(profiles, 0)
+        if any(placed(profiles, seed) != first for seed in SEEDS):
             return CHOICE
     return ""

@@ -18,6 +18,7 @@ class Tally:
     steps_intended: int = 0
     whole_agree: int = 0
     whole_explained: int = 0
+    whole_equivalent: int = 0
     invalid: int = 0
     reasons: int = 0
     reasons_agree: int = 0
@@ -41,6 +42,7 @@ class Tally:
                 self.victims += 1
                 self.victims_agree += step.victims_agree
         self.whole_agree += report.whole_run_agrees
+        self.whole_equivalent += report.equivalent_placed == report.kube_placed  # None: not planned
         if not report.whole_run_agrees and report.explanation:
             self.whole_explained += 1
             self.intended[f"whole run: {report.explanation}"] = (
@@ -55,7 +57,8 @@ class Tally:
         return (
             f"{label:24} {self.cases:4} cases  steps {self.steps_agree:4}/{self.steps:<4} {pct(self.steps_agree, self.steps)}"
             f" (+{self.steps_intended} intended)  whole runs {self.whole_agree:3}/{self.cases:<3}"
-            f" {pct(self.whole_agree, self.cases)} (+{self.whole_explained} explained)"
+            f" {pct(self.whole_agree, self.cases)} (+{self.whole_explained} explained;"
+            f" {self.whole_equivalent} with kube's behaviour)"
             f"  invalid {self.invalid}  reasons {self.reasons_agree}/{self.reasons}"
             f"  victims {self.victims_agree}/{self.victims}"
         )

@@ -58,19 +58,19 @@ FAMILIES: dict[str, float] = {
     "selectors": 0.6,
     "constraints": 0.4,
     "first-available": 0.4,
-    "all-mode": 0.25,
+    "all-mode": 0.35,
     "device-taints": 0.3,
-    "extended-resource-dra": 0.15,
-    "shared-claim": 0.3,
+    "extended-resource-dra": 0.25,
+    "shared-claim": 0.35,
     "node-taints": 0.35,
     "cordoned": 0.1,
     "node-affinity": 0.4,
     "priorities": 0.4,
     "cross-namespace-sharing": 0.4,
-    "pod-anti-affinity": 0.1,
-    "pod-affinity": 0.1,
-    "topology-spread": 0.1,
-    "host-ports": 0.1,
+    "pod-anti-affinity": 0.07,
+    "pod-affinity": 0.07,
+    "topology-spread": 0.07,
+    "host-ports": 0.07,
 }
 DEVICE_FAMILIES = ("device-plugin", "dra-gpu", "mig", "shared-gpu")
 
@@ -370,8 +370,10 @@ class _Generator:
             makers += [self._gpu_claim, self._gpu_claim]
             if self.has("nic"):
                 makers.append(self._gpu_nic_claim)
-            if self.has("all-mode") and self.has("nic"):
-                makers.append(self._all_nics_claim)
+            if self.has("all-mode"):
+                makers.append(self._all_gpus_claim)
+                if self.has("nic"):
+                    makers.append(self._all_nics_claim)
         if self.has("mig"):
             makers += [self._mig_claim, self._mig_claim]
         if self.has("shared-gpu"):
@@ -409,6 +411,13 @@ class _Generator:
         selectors = [_selector(f"{_attr('numa', NIC_DRIVER)} == {numa}")] if self.rng.random() < 0.5 else []
         return {"requests": [{"name": "nics", "exactly": self._exact("nic.example.com", selectors=selectors,
                                                                       allocationMode="All")}]}  # fmt: skip
+
+    def _all_gpus_claim(self) -> Obj:
+        """Every GPU of one NUMA node (All fails when any of them is taken)."""
+        selectors = [_selector(f"{_attr('numa')} == {self.rng.randrange(2)}")]
+        request = self._exact("gpu.example.com", selectors=selectors, allocationMode="All",
+                              tolerations=self._tolerations())  # fmt: skip
+        return {"requests": [{"name": "gpus", "exactly": request}]}
 
     def _mig_claim(self) -> Obj:
         profile = self.rng.choice(("1g", "1g", "2g", "3g"))
@@ -561,10 +570,13 @@ class _Generator:
         if self.has("dra-gpu") or self.has("mig") or self.has("shared-gpu"):
             kinds += ["dra"] * 5
         if self.has("shared-claim") and self.shared_claims:
-            kinds += ["named"]
+            kinds += ["named"] * 2
         if self.has("extended-resource-dra"):
             kinds += ["extended"]
-        kind = rng.choice(kinds)
+        # Low-priority pods that run hold CPU and device-plugin GPUs that high-priority ones may
+        # preempt (kube-scheduler preempts for those, not for DRA devices).
+        preemptible = running and self.has("priorities") and rng.random() < 0.5
+        kind = rng.choice([k for k in kinds if k in ("cpu", "plugin")] if preemptible else kinds)
         namespace = rng.choice(NAMESPACES)
         spec = self.claim_spec() if kind == "dra" else None
         if kind == "dra" and spec is not None:
@@ -573,7 +585,7 @@ class _Generator:
                 namespace = "team-a"
         if kind == "named":
             namespace = "team-a"
-        pod = self._pod(f"{name}-{kind}", namespace)
+        pod = self._pod(f"{name}-{kind}", namespace, cpu=rng.choice(("2", "3", "4")) if preemptible else None)
         if kind == "plugin":
             amount = str(rng.choice((1, 1, 2, 4)))
             self._container(pod)["resources"]["limits"] = {PLUGIN_GPU: amount}
@@ -704,7 +716,7 @@ class _Generator:
         scale = 2 if self.large else 1
         running = [
             self.workload_pod(f"r{i:02d}", running=True)
-            for i in range(rng.randint(0, 4) * scale + (2 if self.has("priorities") else 0))
+            for i in range(rng.randint(0, 4) * scale + (3 if self.has("priorities") else 0))
         ]
         pending = [self.workload_pod(f"p{i:02d}", running=False) for i in range(rng.randint(8, 14) * scale)]
         groups = {
@@ -713,8 +725,14 @@ class _Generator:
         }  # fmt: skip
         for family, make in groups.items():
             if self.has(family):
-                at = rng.randint(0, len(pending))
-                pending[at:at] = make()
+                # Early, and first in priority: the group meets free nodes and devices, so the
+                # feature it tests decides where its pods go.
+                at = rng.randint(0, min(2, len(pending)))
+                group = make()
+                if self.has("priorities"):
+                    for pod in group:
+                        pod["spec"]["priorityClassName"] = "high"
+                pending[at:at] = group
         values = {"": 0, **PRIORITIES}
         pending.sort(key=lambda p: -values[p["spec"].get("priorityClassName", "")])
         # Names sort in creation order (kubectl lists pods by name).

@@ -7,7 +7,8 @@ manager running; see `start_plane`):
    status subresource, Ready, as no kubelet runs), and restarts kube-scheduler, so that it
    starts on this cluster with nothing queued;
 2. creates the pods that already run, one at a time, and waits for each to be bound (one that
-   cannot be is deleted: it is not part of the case);
+   cannot be is deleted: it is not part of the case); then reports them running with start
+   times a minute apart, as their kubelet would;
 3. reads the cluster back: the case's input, as `kubectl get -o yaml` would show it;
 4. creates the pending pods one at a time, in the scenario's order. Each is created with a
    scheduling gate, so that kube-scheduler does not see it before the resourceclaim controller
@@ -166,6 +167,8 @@ def running_form(pod: Obj) -> Obj:
     pod = trim(pod)
     status = pod.get("status") or {}
     kept: Obj = {"phase": status.get("phase", "Pending")}
+    if status.get("startTime"):
+        kept["startTime"] = status["startTime"]
     if status.get("resourceClaimStatuses"):
         kept["resourceClaimStatuses"] = status["resourceClaimStatuses"]
     if status.get("extendedResourceClaimStatus"):
@@ -270,6 +273,16 @@ class Recorder:
                 claims.append(claim)
         return current, claims
 
+    def start(self, pods: list[Obj]) -> None:
+        """What their kubelet would report: running, started a minute apart in creation order.
+        (kube-scheduler orders preemption victims by start time; a pod without one counts as
+        started now, at each look, which would make its choice among equal pods arbitrary.)"""
+        first = time.time() - 60 * (len(pods) + 1)
+        for i, pod in enumerate(pods):
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(first + 60 * i))
+            self.api.ok("PATCH", _path(pod, name=True) + "/status", {"status": {"phase": "Running", "startTime": stamp}},
+                        "application/merge-patch+json")  # fmt: skip
+
     def release(self, pod: Obj) -> None:
         self.api.ok("PATCH", _path(pod, name=True), [{"op": "remove", "path": "/spec/schedulingGates"}],
                     "application/json-patch+json")  # fmt: skip
@@ -365,12 +378,16 @@ class Recorder:
             self.create(obj)
         self.plane.stop_scheduler()
         self.plane.start_scheduler()
+        started = []
         for pod in scenario.running:
             self.create_gated(pod)
             self.release(pod)
             node, _ = self.wait_decided(pod)
             if node is None:
                 self.api.call("DELETE", _path(pod, name=True), {"gracePeriodSeconds": 0})
+            else:
+                started.append(pod)
+        self.start(started)
         self.settle(0.3)
         objects = self.read_cluster(scenario)
         pods, claims = self.snapshot()

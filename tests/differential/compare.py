@@ -287,11 +287,11 @@ def compare_case(case: Case, *, steps: bool = True, equivalent: bool = False) ->
         report.equivalent_placed = _placed(kube_like, running)
     report.invalid = problems(after_objects(case.objects, result))
     if not report.whole_run_agrees:
-        report.explanation = _explain(case, report, running, decoded)
+        report.explanation = _explain(case, report, running, decoded, result)
     return report
 
 
-def _explain(case: Case, report: CaseReport, running: set[str], decoded: Decoded) -> str:
+def _explain(case: Case, report: CaseReport, running: set[str], decoded: Decoded, result: PlanResult) -> str:
     """Why the whole runs differ, if the difference is an intended one or a tie; "" if not.
 
     allot with kube-scheduler's behaviour (KUBE_EQUIVALENT) placing what kube-scheduler placed
@@ -304,8 +304,13 @@ def _explain(case: Case, report: CaseReport, running: set[str], decoded: Decoded
         return _placed(run_allot(case.objects, profiles=profiles, seed=seed, decoded=decoded), running)
 
     if report.equivalent_placed == report.kube_placed:
-        intended = sorted({s.intended for s in report.steps if s.intended})
-        return ", ".join(intended) if intended else "allot's device choice"
+        # Name what allot did that kube-scheduler does not, in this run.
+        intended = {s.intended for s in report.steps if s.intended}
+        if {e.pod for e in result.evicted} - set(final(case).deleted):
+            intended.add(DEVICE_PREEMPTION)
+        if any(OTHER_DOMAIN in reason for reason in result.waiting.values()):
+            intended.add(ISOLATION)
+        return ", ".join(sorted(intended)) if intended else "allot's device choice"
     for profiles in (KUBE_EQUIVALENT, None):
         first = placed(profiles, 0)
         if any(placed(profiles, seed) != first for seed in SEEDS):

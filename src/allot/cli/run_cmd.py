@@ -170,6 +170,13 @@ def configure_logging(fmt: str, level: str) -> None:
     help="Seconds a nominated pod waits for its preemption victims to go before it is tried again.",
 )
 @click.option(
+    "--max-bindings-in-flight",
+    type=click.IntRange(min=1, max=10_000),
+    default=16,  # allot.live.binder.DEFAULT_PARALLELISM (not imported: the live extra is optional)
+    show_default=True,
+    help="Bindings that write to the API server at once; the others wait their turn in decision order.",
+)
+@click.option(
     "--kueue/--no-kueue",
     default=True,
     show_default=True,
@@ -205,6 +212,7 @@ def run(
     webhook_cert_file: str | None,
     webhook_key_file: str | None,
     victim_timeout: float,
+    max_bindings_in_flight: int,
     kueue: bool,
     dashboard: bool,
     pool_label: tuple[str, ...],
@@ -260,6 +268,7 @@ def run(
         port=port,
         kueue=kueue,
         victim_timeout=victim_timeout,
+        max_bindings_in_flight=max_bindings_in_flight,
         webhook_port=webhook_port,
         webhook_cert_file=webhook_cert_file,
         webhook_key_file=webhook_key_file,

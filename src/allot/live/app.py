@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from allot.live.binder import DEFAULT_PARALLELISM
 from allot.live.client import ApiClient, ClientOptions
 from allot.live.http import bound_port, make_app, serve
 from allot.live.leader import LeaderElector, LeaseSettings
@@ -44,6 +45,7 @@ class RunSettings:
     port: int = 10259
     kueue: bool = True
     victim_timeout: float = 300.0
+    max_bindings_in_flight: int = DEFAULT_PARALLELISM
     # The Job webhook (TLS); served only when both files are given.
     webhook_port: int = 9443
     webhook_cert_file: str | None = None
@@ -75,6 +77,7 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
             kueue=settings.kueue,
             identity=identity,
             victim_timeout=settings.victim_timeout,
+            max_bindings_in_flight=settings.max_bindings_in_flight,
             watch_only=settings.watch_only,
         ),
         metrics=metrics,

@@ -32,7 +32,7 @@ from allot.cluster.state import ClusterState
 from allot.engine.decisions import Admitted, Bound, CycleResult, Deallocated, Evicted, Waiting
 from allot.engine.engine import Engine, EnginePolicy
 from allot.engine.queueing import QueueingConfig
-from allot.live.binder import Binder, BindResult
+from allot.live.binder import DEFAULT_PARALLELISM, Binder, BindResult
 from allot.live.cache import BatchSummary, LiveCache
 from allot.live.client import ApiClient, ApiError, NotFound
 from allot.live.eviction import Evictor
@@ -63,6 +63,8 @@ class LiveOptions:
     # Run Kueue admission where Kueue's objects are served (True), or never (False).
     kueue: bool = True
     victim_timeout: float = 300.0
+    # Bindings that write at once (see allot.live.binder).
+    max_bindings_in_flight: int = DEFAULT_PARALLELISM
     # Seconds between cycles when nothing happens (safety net for time-based waits).
     idle_cycle_interval: float = IDLE_CYCLE_INTERVAL
     # Extra reflector settings, for tests (a short watch timeout exercises resumption).
@@ -113,7 +115,13 @@ class LiveScheduler:
             client, scheduler_name=self._controller_name(), on_failed=self._victim_survived
         )
         self.queue_status = QueueStatusWriter(client)
-        self.binder = Binder(client, self.cache, on_done=self._bound, victim_timeout=options.victim_timeout)
+        self.binder = Binder(
+            client,
+            self.cache,
+            on_done=self._bound,
+            victim_timeout=options.victim_timeout,
+            parallelism=options.max_bindings_in_flight,
+        )
         self.may_schedule: Callable[[], bool] = lambda: not options.watch_only
         self.cycles = 0
         self.last_step = 0.0

@@ -624,7 +624,8 @@ class AdmissionState:
             queue = self.queues[name]
             if quota and self._inadmissible[name]:
                 self._setattr_map(name, {})
-            for key, reason in queue.parked_items():
+            # Any order: the heap orders by sort key (unique per workload), not by arrival.
+            for key, reason in list(queue.parked.items()):
                 if wanted(key, reason):
                     queue.unpark(key)
                     self._touched.add(name)

@@ -97,6 +97,13 @@ class Engine(PodPath):
         self._gated: set[str] = set()
         # Events drivers reported (`notify`), seen at the next cycle.
         self._reported: list[ClusterEvent] = []
+        # The reason the pods of each pending workload were last told (Waiting decisions): a
+        # workload parked behind an equivalent one for the same reason in every cycle is not told
+        # again, so a backlog of thousands costs nothing per cycle in decisions (drivers keep the
+        # last reason they were told).
+        # Keyed by workload, with the Workload object told: a workload submitted afresh (its pods
+        # re-created) is a new object and is told again.
+        self._told: dict[str, tuple[str, Workload]] = {}
         # Queued (Kueue) pods that arrived since the last cycle, in arrival order.
         self._arrived_queued: list[str] = []
         # Kueue workloads that fit quota but not the nodes, and the hints that wake them.
@@ -179,6 +186,7 @@ class Engine(PodPath):
                 del self._workload_of_pod[pod]
                 self._submitted.discard(pod)
         self.admission.finish(workload_key, now)
+        self._told.pop(workload_key, None)
 
     def workload_of(self, pod_key: str) -> str:
         return self._workload_of_pod.get(pod_key, "")
@@ -317,7 +325,7 @@ class Engine(PodPath):
             if assignment.mode == Mode.NO_FIT:
                 reason = assignment.reason or "; ".join(r for ps in assignment.pod_sets for r in ps.reasons)
                 admission.park(workload, ParkReason.quota(reason))
-                decisions.extend(Waiting(p, reason, workload.key) for p in workload.pods)
+                self._tell_waiting(decisions, workload, reason)
                 continue
             probes = self._probes(workload.pods)
             group = waits.group_of(workload.key, assignment, probes) if waits is not None else None
@@ -326,7 +334,7 @@ class Engine(PodPath):
                 # Workloads of its group fail alike and nothing since could help: it waits unplaced.
                 admission.park(workload, ParkReason.placement(known))
                 waits.park(workload.key, assignment, probes, known)
-                decisions.extend(Waiting(p, known, workload.key) for p in workload.pods)
+                self._tell_waiting(decisions, workload, known)
                 continue
             failure = ""
             with journal.transaction() as tx:
@@ -362,7 +370,7 @@ class Engine(PodPath):
                 )
                 if not quota and waits is not None:
                     waits.park(workload.key, assignment, probes, failure)
-                decisions.extend(Waiting(p, failure, workload.key) for p in workload.pods)
+                self._tell_waiting(decisions, workload, failure)
                 self._observe(now, None)
                 continue
             decisions.extend(evicted)
@@ -383,6 +391,7 @@ class Engine(PodPath):
                 for resource, choice in sorted(ps.flavors.items())
             }
             decisions.append(Admitted(workload.key, candidate.cluster_queue, flavors, assignment.borrows))
+            self._told.pop(workload.key, None)
             if waits is not None:
                 waits.admitted(workload.key, group)
             self._observe(now, None)
@@ -399,7 +408,24 @@ class Engine(PodPath):
             reason = admission.pending_reason(key)
             if entry is None or reason is None:
                 continue
-            decisions.extend(Waiting(p, reason, key) for p in entry.workload.pods)
+            self._tell_waiting(decisions, entry.workload, reason, again=False)
+
+    def _tell_waiting(
+        self, decisions: list[Decision], workload: Workload, reason: str, *, again: bool = True
+    ) -> None:
+        """Waiting decisions for a workload's pods. A workload tried in this cycle is told every
+        time (a scheduling attempt: metrics and FailedScheduling events count it); one only parked
+        behind an equivalent workload (`again=False`) is told only when its reason changed."""
+        told = self._told
+        before = told.get(workload.key)
+        if not again and before is not None and before[0] == reason and before[1] is workload:
+            return
+        if len(told) > 1024 and self.admission is not None and len(told) > 2 * len(self.admission.entries):
+            entries = self.admission.entries
+            for key in [k for k in told if k not in entries]:
+                del told[key]
+        told[workload.key] = (reason, workload)
+        decisions.extend(Waiting(p, reason, workload.key) for p in workload.pods)
 
     def _place_workload(self, workload: Workload, assignment: object) -> list[Placement] | str:
         """Place every pod of the workload on its flavor's nodes; a reason string if any does not fit."""

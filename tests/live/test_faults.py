@@ -48,7 +48,7 @@ def _cluster(plane: ControlPlane, nodes: int = 3, gpus: int = 4) -> None:
 
 def _settled(plane: ControlPlane, tmp: Path, expected_bound: int) -> None:
     eventually(
-        lambda: len(bound_nodes(plane)) == expected_bound, what=f"{expected_bound} pods bound", timeout=120
+        lambda: len(bound_nodes(plane)) == expected_bound, what=f"{expected_bound} pods bound", timeout=240
     )
     # The resourceclaim controller cleans up after deleted pods in its own time.
     eventually(lambda: soundness(plane, ["default"]) == [], what="a sound cluster", timeout=60)
@@ -94,7 +94,7 @@ def test_expired_watches_are_listed_again_and_nothing_is_missed(
         time.sleep(2.5)  # at least two compactions
         for i in range(4):
             plane.apply(pod_manifest(f"later-{i}", template="one-gpu"))
-        eventually(lambda: len(bound_nodes(plane)) == 5, what="later pods bound", timeout=120)
+        eventually(lambda: len(bound_nodes(plane)) == 5, what="later pods bound", timeout=240)
         gone = sum(
             metric(allot, "allot_informer_lists", kind=k, reason="gone")
             for k in ("pods", "resourceclaims", "nodes")
@@ -226,7 +226,7 @@ def test_a_claim_written_before_a_crash_is_released_when_its_node_no_longer_fits
     plane.apply(pod_manifest("hog", cpu="60", extra_spec={"nodeName": "node-2"}))  # node-2's CPU is taken
     with AllotProcess(plane):
         node = eventually(
-            lambda: bound_nodes(plane).get("stranded"), what="stranded pod bound elsewhere", timeout=120
+            lambda: bound_nodes(plane).get("stranded"), what="stranded pod bound elsewhere", timeout=240
         )
     assert node != "node-2"
     _settled(plane, tmp_path, 2)

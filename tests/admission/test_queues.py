@@ -183,3 +183,74 @@ def test_rollback_of_admit_restores_queue_and_quota() -> None:
     assert state.usage("q") == {}
     assert state.pending_order("q") == ["ns/w"]
     assert admit_all(state) == ["ns/w"]
+
+
+def _equivalent_backlog(count: int):  # type: ignore[no-untyped-def]
+    """A queue with 4 cpu held by one workload and `count` equivalent 1-cpu workloads parked."""
+    state = make_state(CQ("q").quota("default", cpu=4))
+    state.submit(workload("holder", "lq-q", created=0, cpu=4))
+    assert admit_all(state) == ["ns/holder"]
+    for i in range(count):
+        state.submit(workload(f"w{i:02d}", "lq-q", created=1 + i, cpu=1))
+    assert admit_all(state, 1) == []
+    return state
+
+
+def test_a_release_admits_equivalent_workloads_in_line_and_reassesses_one_that_cannot_fit() -> None:
+    state = _equivalent_backlog(30)
+    assessed: list[str] = []
+    original = state._assignment
+
+    def counting(entry):  # type: ignore[no-untyped-def]
+        assessed.append(entry.workload.key)
+        return original(entry)
+
+    state._assignment = counting  # type: ignore[method-assign]
+    state.finish("ns/holder", 2)
+    assert admit_all(state, 2) == ["ns/w00", "ns/w01", "ns/w02", "ns/w03"]
+    # The fifth is assessed and does not fit; the 25 behind it are not assessed at all.
+    assert set(assessed) == {"ns/w00", "ns/w01", "ns/w02", "ns/w03", "ns/w04"}
+    reason = state.pending_reason("ns/w04")
+    assert reason is not None and "insufficient unused quota for cpu" in reason
+    assert all(state.pending_reason(f"ns/w{i:02d}") == reason for i in range(5, 30))
+    assert state.status().cluster_queue("q").pending == 26
+
+
+def test_a_woken_workload_deleted_before_its_turn_passes_its_turn_on() -> None:
+    state = _equivalent_backlog(10)
+    state.finish("ns/holder", 2)
+    state.remove("ns/w00")
+    state.remove("ns/w02")
+    assert admit_all(state, 2) == ["ns/w01", "ns/w03", "ns/w04", "ns/w05"]
+
+
+def test_a_woken_workload_that_fails_placement_passes_its_turn_on() -> None:
+    state = _equivalent_backlog(10)
+    state.finish("ns/holder", 2)
+    order = []
+    for candidate in state.candidates(2):
+        key = candidate.workload.key
+        order.append(key)
+        assignment = state.assign(candidate.workload)
+        if key == "ns/w00":
+            state.park(candidate.workload, ParkReason.placement("0/3 nodes are available"))
+        elif assignment.mode is Mode.FIT:
+            state.admit(candidate.workload, assignment, 2)
+        else:
+            state.park(candidate.workload, ParkReason.quota(assignment.message()))
+    # w00 fits the quota but not the nodes: the four behind it take the freed cpu.
+    assert order == ["ns/w00", "ns/w01", "ns/w02", "ns/w03", "ns/w04", "ns/w05"]
+    assert state.pending_reason("ns/w00") == "0/3 nodes are available"
+
+
+def test_a_release_rolled_back_leaves_the_line_as_it_was() -> None:
+    state = _equivalent_backlog(10)
+    parked = dict(state.queues["q"].parked)
+    with state.journal.transaction():
+        state.evict("ns/holder", EVICTED_BY_PREEMPTION, 2)
+        assert len(state.queues["q"].parked) < len(parked)
+        # not committed: rolled back
+    assert state.queues["q"].parked == parked
+    assert admit_all(state, 3) == []
+    state.finish("ns/holder", 4)
+    assert admit_all(state, 4) == ["ns/w00", "ns/w01", "ns/w02", "ns/w03"]

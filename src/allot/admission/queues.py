@@ -11,6 +11,14 @@ waits for an event); StrictFIFO keeps it at the head and marks the queue
 `blocked` by it, so nothing behind it is considered until an event unblocks
 the queue or a better workload becomes the head.
 
+A quota release wakes every workload parked for quota, but BestEffortFIFO
+parks workloads of one shape alike (Kueue's equivalence hash): of each
+such chain only the first in line is pushed back (`wake_chain`); the rest
+are deferred, logically in line behind it, and the next is pushed when the
+one woken leaves the line other than by parking for quota again (then the
+chain's shape is marked inadmissible and they would all be parked alike).
+A release thus costs one push per shape, not one per waiting workload.
+
 Every change is journaled. Heap entries carry a version; removal only bumps
 the version map, and stale entries are dropped when they reach the top, so
 undoing a removal just restores the version (and re-pushes the entry in
@@ -20,7 +28,7 @@ case it was dropped meanwhile).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 from allot.admission.events import ParkKind, ParkReason
@@ -44,15 +52,20 @@ class PendingQueue:
         self._counter = 0
         self.parked: dict[str, ParkReason] = {}
         self.blocked: tuple[str, ParkReason] | None = None
+        # Chains of workloads parked alike: the deferred ones (last in line first, so the next
+        # is `pop()`), and the woken workload that stands for each chain in the heap.
+        self._deferred: dict[Hashable, list[str]] = {}
+        self._waking: dict[str, Hashable] = {}
 
     # --- journaled state ----------------------------------------------------------
 
-    def _snapshot(self, key: str) -> tuple[Any, Any, Any, Any, Any]:
+    def _snapshot(self, key: str) -> tuple[Any, Any, Any, Any, Any, Any]:
         return (
             self._version.get(key, _MISSING),
             self._sort.get(key, _MISSING),
             self._lq.get(key, _MISSING),
             self.parked.get(key, _MISSING),
+            self._waking.get(key, _MISSING),
             self.blocked,
         )
 
@@ -63,12 +76,13 @@ class PendingQueue:
         before = self._snapshot(key)
 
         def undo() -> None:
-            version, sort_key, lq, parked, blocked = before
+            version, sort_key, lq, parked, waking, blocked = before
             for table, value in (
                 (self._version, version),
                 (self._sort, sort_key),
                 (self._lq, lq),
                 (self.parked, parked),
+                (self._waking, waking),
             ):
                 if value is _MISSING:
                     table.pop(key, None)
@@ -133,24 +147,67 @@ class PendingQueue:
         self.parked.pop(key, None)
         if self.blocked is not None and self.blocked[0] == key:
             self.blocked = None
+        chain = self._waking.pop(key, None)
+        if chain is not None:
+            self._wake_next(chain)
 
-    def park(self, key: str, reason: ParkReason) -> None:
+    def park(self, key: str, reason: ParkReason) -> Hashable | None:
         """Take a head that cannot be admitted out of line.
 
         StrictFIFO blocks the queue instead, except for a backoff or a
         namespace/queue problem, which Kueue parks in every queueing strategy.
+        Returns the chain `key` stood for when it is parked for quota (its
+        deferred workloads stay parked: they would be parked alike).
         """
         self._remember(key)
         if self.strict and reason.kind not in (ParkKind.BACKOFF, ParkKind.WAITING):
             if key in self._version:
                 self.blocked = (key, reason)
-            return
+            return None
         self._version.pop(key, None)
         self.parked[key] = reason
+        chain = self._waking.pop(key, None)
+        if chain is None:
+            return None
+        if reason.kind is ParkKind.QUOTA:
+            return chain
+        self._wake_next(chain)
+        return None
 
     def unpark(self, key: str) -> None:
         if key in self.parked:
             self.push(key, self._lq.get(key, ""), self._sort[key])
+
+    def wake_chain(self, chain: Hashable, keys: list[str]) -> None:
+        """Wake the first of `keys` (parked for quota alike, in line order); defer the others."""
+        old = self._deferred.get(chain, _MISSING)
+        self._deferred[chain] = keys[:0:-1]
+        if self.journal.recording:
+            self.journal.record(lambda: _restore(self._deferred, chain, old))
+        self._wake(keys[0], chain)
+
+    def deferred(self, chain: Hashable) -> list[str]:
+        """The workloads of `chain` still deferred (parked for quota), last in line first."""
+        return [k for k in self._deferred.get(chain, ()) if self._parked_for_quota(k)]
+
+    def _parked_for_quota(self, key: str) -> bool:
+        reason = self.parked.get(key)
+        return reason is not None and reason.kind is ParkKind.QUOTA
+
+    def _wake(self, key: str, chain: Hashable) -> None:
+        self.unpark(key)
+        self._waking[key] = chain  # unpark remembered `key`, so an undo forgets this too
+
+    def _wake_next(self, chain: Hashable) -> None:
+        """The workload standing for `chain` left the line: the next deferred one takes its place."""
+        keys = self._deferred.get(chain)
+        while keys:
+            key = keys.pop()
+            if self.journal.recording:
+                self.journal.record(lambda key=key: keys.append(key))  # type: ignore[misc]
+            if self._parked_for_quota(key):
+                self._wake(key, chain)
+                return
 
     def unblock(self) -> None:
         if self.blocked is not None:
@@ -205,3 +262,10 @@ class PendingQueue:
         if self.by_local_queue and score is not None:
             return sorted(keys, key=lambda k: (score(self._lq.get(k, "")), self._sort[k]))
         return sorted(keys, key=lambda k: self._sort[k])
+
+
+def _restore(table: dict[Any, Any], key: Any, value: Any) -> None:
+    if value is _MISSING:
+        table.pop(key, None)
+    else:
+        table[key] = value

@@ -28,7 +28,7 @@ always the caller's number.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -51,7 +51,7 @@ from allot.admission.flavors import (
 from allot.admission.ordering import Admitted
 from allot.admission.preemption import oracle_for
 from allot.admission.preemption import preemption_targets as _targets
-from allot.admission.queues import PendingQueue
+from allot.admission.queues import PendingQueue, SortKey
 from allot.admission.quota import QueuePolicy, build_quota
 from allot.admission.resources import FlavorResource, Usage, format_amount
 from allot.admission.running import restore_running, restore_running_pods
@@ -574,7 +574,7 @@ class AdmissionState:
         cq = entry.cluster_queue
         assert cq is not None
         queue = self.queues[cq]
-        queue.park(entry.workload.key, reason)
+        chain = queue.park(entry.workload.key, reason)
         if reason.kind is ParkKind.QUOTA and not queue.strict:
             # Equivalent workloads (same priority and shape) cannot fit either until
             # something wakes this queue: park them without another assignment.
@@ -582,7 +582,22 @@ class AdmissionState:
             shape = entry.equivalence()
             if shape not in marks:
                 self._put(marks, shape, reason)
+            if chain is not None:
+                self._tell_deferred(queue, chain, marks[shape])
         self._touched.add(cq)
+
+    def _tell_deferred(self, queue: PendingQueue, chain: Hashable, reason: ParkReason) -> None:
+        """The workloads deferred behind one that parked for quota again: in line, each would be
+        parked with the shape's mark as it came to the head; give them that reason now."""
+        for key in reversed(queue.deferred(chain)):
+            if queue.parked[key].message != reason.message:
+                queue.park(key, reason)
+                self.parked_in_cycle.append(key)
+
+    def _chain(self, queue: PendingQueue, key: str) -> Hashable:
+        """Workloads parked alike: one shape, in one LocalQueue's line where each has its own."""
+        entry = self.entries[key]
+        return (entry.local_queue if queue.by_local_queue else "", entry.equivalence())
 
     def notify(self, event: Event) -> None:
         """React to something the caller observed (see `allot.admission.events`)."""
@@ -624,11 +639,21 @@ class AdmissionState:
             queue = self.queues[name]
             if quota and self._inadmissible[name]:
                 self._setattr_map(name, {})
+            chains: dict[Hashable, list[tuple[SortKey, str]]] = {}
             # Any order: the heap orders by sort key (unique per workload), not by arrival.
             for key, reason in list(queue.parked.items()):
-                if wanted(key, reason):
+                if not wanted(key, reason):
+                    continue
+                self._touched.add(name)
+                if quota and reason.kind is ParkKind.QUOTA and not queue.strict:
+                    sort_key = queue.sort_key(key)
+                    assert sort_key is not None
+                    chains.setdefault(self._chain(queue, key), []).append((sort_key, key))
+                else:
                     queue.unpark(key)
-                    self._touched.add(name)
+            for chain, members in chains.items():
+                members.sort()
+                queue.wake_chain(chain, [key for _, key in members])
             if queue.blocked is not None and wanted(*queue.blocked):
                 queue.unblock()
                 self._touched.add(name)

@@ -30,7 +30,7 @@ from allot.model.timestamps import parse_timestamp
 from allot.scheduling.diagnosis import Diagnosis
 from allot.scheduling.framework import BoolArray
 from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gang_key, gangs, place_gang
-from allot.scheduling.hints import Hints
+from allot.scheduling.hints import ANYWHERE, Hints
 from allot.scheduling.preemption import Preemptor
 from allot.scheduling.scheduler import Outcome, Placement, Scheduler
 from allot.scheduling.topology.tas import place_gang_in_topology, topology_request
@@ -229,16 +229,23 @@ class PodPath:
         priority: int,
         now: float,
     ) -> None:
-        preempting = self.policy.preemption
+        preempting = self.policy.preemption and (
+            failure.pod not in self.state.pods or self.scheduler.runs_preemption(failure.pod)
+        )
         kinds = failure.kinds
+        anywhere: frozenset[ClusterEventKind] = frozenset()
         if failure.diagnosis is not None:
             kinds = self._hints.wake_kinds(failure.pod, failure.diagnosis, preempting=preempting)
+            anywhere = self._hints.anywhere_kinds(failure.pod, failure.diagnosis)
+        elif any(self._hints.depends_on_other_nodes(p) for p in probes):
+            anywhere = ANYWHERE
         self._queue.park(
             unit,
             order,
             klass,
             reason=failure.reason,
             kinds=kinds,
+            anywhere=anywhere,
             preempting=preempting,
             priority=priority,
             probes=probes,
@@ -257,6 +264,9 @@ class PodPath:
     def _hint(self, unit: str, waiting: WaitingClass, events: list[ClusterEvent]) -> bool:
         """Whether these events could let the class of `unit` fit (see `allot.scheduling.hints`)."""
         preempting = waiting.preempting
+        if any(e.kind in waiting.anywhere for e in events):
+            # Its verdict can change on nodes other than the event's (inter-pod affinity, spreading).
+            return True
         useful = [
             e
             for e in events
@@ -425,7 +435,11 @@ class PodPath:
         self, pod_key: str, now: float, *, allowed: BoolArray | None = None, allowed_reason: str = ""
     ) -> tuple[Outcome, list[Evicted]]:
         outcome = self.scheduler.schedule(pod_key, allowed=allowed, allowed_reason=allowed_reason)
-        if isinstance(outcome, Placement) or not self.policy.preemption:
+        if (
+            isinstance(outcome, Placement)
+            or not self.policy.preemption
+            or not self.scheduler.runs_preemption(pod_key)
+        ):
             return outcome, []
         attempt = self.preemptor.attempt(pod_key, outcome)
         choice = attempt.candidate

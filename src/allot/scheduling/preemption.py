@@ -228,8 +228,15 @@ class Preemptor:
         if lowest is None or lowest >= pod.priority:
             # Nothing of lower priority runs anywhere: each node would say so when tried.
             return Attempt(None, _summary(diagnosis.total_nodes, dict.fromkeys(resolvable, (NO_VICTIMS,))))
-        # kube-scheduler's calculateNumCandidates, over the nodes preemption could help on.
-        limit = max(len(resolvable) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE)
+        # kube-scheduler's calculateNumCandidates (the profile's DefaultPreemptionArgs), over the
+        # nodes preemption could help on.
+        profile = self.scheduler.profile_of(pod_key)
+        percentage, absolute = (
+            profile.preemption_candidates
+            if profile is not None
+            else (MIN_CANDIDATE_NODES_PERCENTAGE, MIN_CANDIDATE_NODES_ABSOLUTE)
+        )
+        limit = max(len(resolvable) * percentage // 100, absolute)
         budgets = allowances(state)
         gang_index: dict[str, tuple[str, ...]] | None = None
 

@@ -58,6 +58,8 @@ class Placement:
     # Claims created for the pod at binding (extended resources served by DRA), by pod entry name.
     new_claims: Mapping[str, ResourceClaim] = field(default_factory=dict)
     served_by_claims: frozenset[str] = frozenset()
+    # Volume claims bound (to the named volume) or left to provisioning ("") on the node.
+    volumes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,10 @@ def _instantiate(profile: Profile) -> ProfilePlugins:
         return built[name]
 
     plugins = ProfilePlugins(profile)
+    for name in profile.pre_filter_only:
+        plugin = get(name)
+        if isinstance(plugin, PreFilter):
+            plugins.pre_filters.append(plugin)
     for name in profile.filters:
         plugin = get(name)
         if isinstance(plugin, PreFilter):
@@ -144,6 +150,16 @@ class Scheduler:
                 return None
             self._plugins[scheduler_name] = _instantiate(profile)
         return self._plugins[scheduler_name]
+
+    def profile_of(self, pod_key: str) -> Profile | None:
+        """The profile that schedules the pod (None: no profile for its schedulerName)."""
+        plugins = self.plugins(self.state.pods[pod_key].pod.spec.scheduler_name)
+        return plugins.profile if plugins is not None else None
+
+    def runs_preemption(self, pod_key: str) -> bool:
+        """Whether the pod's profile enables DefaultPreemption (at postFilter)."""
+        profile = self.profile_of(pod_key)
+        return profile is not None and profile.preemption
 
     def equivalence_class(self, pod_key: str) -> bytes | None:
         """Pods of one class succeed or fail alike (see `allot.scheduling.equivalence`); None: no class."""
@@ -204,9 +220,11 @@ class Scheduler:
                     float(scores[position]),
                     new_claims=dict(cycle.new_claims),
                     served_by_claims=cycle.served_by_claims,
+                    volumes=tuple(cycle.volumes),
                 )
             cycle.allocations.clear()
             cycle.new_claims.clear()
+            cycle.volumes.clear()
         names = {
             state.nodes.infos[int(i)].name: cycle.node_statuses.get(int(i), Status(Code.ERROR))
             for i in feasible
@@ -314,5 +332,9 @@ class Scheduler:
         for entry, claim in placement.new_claims.items():
             self.state.attach_claim(pod_key, entry, claim)
         self.state.bind(
-            pod_key, placement.node, placement.allocations, served_by_claims=placement.served_by_claims
+            pod_key,
+            placement.node,
+            placement.allocations,
+            served_by_claims=placement.served_by_claims,
+            volumes=placement.volumes,
         )

@@ -106,8 +106,8 @@ def test_waiting_reason_carries_kube_schedulers_preemption_account() -> None:
     )
     assert _reason(state, "default/big") == (
         "0/2 nodes are available: 1 Insufficient cpu, "
-        "1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }. "
-        "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+        "1 node(s) had untolerated taint(s). "
+        "no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
         "1 Preemption is not helpful for scheduling."
     )
 
@@ -130,7 +130,8 @@ def test_pods_that_never_preempt_say_so() -> None:
         ],
     )
     assert _reason(state, "default/p") == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
     )
 
 

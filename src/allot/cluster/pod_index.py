@@ -256,8 +256,11 @@ class PodIndex:
         self._sync()
         return [(entry.term, entry.per_node) for entry in self._terms[kind].values()]
 
-    def has_terms(self, kind: TermKind) -> bool:
+    def has_terms(self, kind: TermKind | None = None) -> bool:
+        """Whether some bound pod carries a term of this kind (of any kind when None)."""
         self._sync()
+        if kind is None:
+            return any(self._terms.values())
         return bool(self._terms[kind])
 
     def used_ports(self, node: int) -> Mapping[HostPort, int]:

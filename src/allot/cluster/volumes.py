@@ -8,7 +8,11 @@ StorageClasses and CSINodes (by name). Where allot plays the cluster's controlle
   plugin; the newest default class when several are marked, then the first by name);
 * a pod's generic ephemeral volume gets its claim `<pod>-<volume>`, owned by the pod (the
   ephemeral volume controller);
-* a volume without a status phase is `Available` (the PV controller's first step).
+* a volume without a status phase is `Available` (the PV controller's first step), and a
+  claim the PV controller would bind before any pod uses it is bound: one that names its
+  volume (`spec.volumeName`), and one of a class that binds immediately, to the smallest
+  available volume that fits it (dynamic provisioning of immediate claims is not emulated:
+  such a claim stays unbound, and pods using it wait).
 
 Placement's decisions for claims that wait for their first consumer are applied here,
 journaled like every change of the state: a claim matched to an available volume is bound
@@ -19,17 +23,21 @@ dynamic provisioning is annotated `volume.kubernetes.io/selected-node`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from msgspec.structs import replace
 
 from allot.cluster.claims import object_uid, pod_owner
 from allot.cluster.journal import Journal
+from allot.cluster.selectors import label_selector_matches
+from allot.dra.errors import AllocationError
+from allot.dra.nodes import selector_matches
 from allot.model.base import ObjectMeta
-from allot.model.core import Pod
+from allot.model.core import Node, Pod
 from allot.model.storage import (
     ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
+    WAIT_FOR_FIRST_CONSUMER,
     CSINode,
     ObjectReference,
     PersistentVolume,
@@ -39,6 +47,89 @@ from allot.model.storage import (
 
 AVAILABLE = "Available"
 BOUND = "Bound"
+FILESYSTEM = "Filesystem"
+
+
+def storage_request(claim: PersistentVolumeClaim) -> int:
+    request = claim.spec.resources.requests.get("storage")
+    return request.nano if request is not None else 0
+
+
+def fully_bound(claim: PersistentVolumeClaim) -> bool:
+    """Bound to a volume and the binding completed (the PV controller's annotation; a claim a
+    hand-written manifest shows `Bound` counts too)."""
+    if not claim.spec.volume_name:
+        return False
+    return ANN_BIND_COMPLETED in claim.metadata.annotations or claim.status.phase == BOUND
+
+
+def volume_fits_node(volume: PersistentVolume, labels: Mapping[str, str]) -> bool:
+    """A volume's required node affinity against a node's labels (matchFields see no name, as
+    upstream's CheckNodeAffinity builds the node from labels alone)."""
+    affinity = volume.spec.node_affinity
+    if affinity is None or affinity.required is None:
+        return True
+    try:
+        return selector_matches(affinity.required, Node(metadata=ObjectMeta(labels=dict(labels))))
+    except AllocationError:
+        return False
+
+
+def bound_to(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
+    """Whether the volume's claimRef names this claim."""
+    ref = volume.spec.claim_ref
+    if ref is None or ref.name != claim.name or ref.namespace != claim.namespace:
+        return False
+    return not ref.uid or not claim.metadata.uid or ref.uid == claim.metadata.uid
+
+
+def matching_volume(
+    volumes: Mapping[str, PersistentVolume],
+    claim: PersistentVolumeClaim,
+    labels: Mapping[str, str] | None,
+    taken: set[str],
+) -> PersistentVolume | None:
+    """Upstream's FindMatchingVolume: the volume pre-bound to the claim, else the smallest
+    available one of its class that fits it (capacity, volume mode and attributes class, label
+    selector; on a node, given by `labels`, also node affinity and access modes)."""
+    requested = storage_request(claim)
+    class_name = claim.storage_class
+    claim_mode = claim.spec.volume_mode or FILESYSTEM
+    claim_attributes = claim.spec.volume_attributes_class_name or ""
+    best: PersistentVolume | None = None
+    best_size = 0
+    for name in sorted(volumes):
+        volume = volumes[name]
+        if name in taken or volume.storage_class != class_name:
+            continue
+        if volume.spec.claim_ref is not None and not bound_to(volume, claim):
+            continue
+        capacity = volume.spec.capacity.get("storage")
+        size = capacity.nano if capacity is not None else 0
+        if size < requested:
+            continue
+        if (volume.spec.volume_mode or FILESYSTEM) != claim_mode:
+            continue
+        if (volume.spec.volume_attributes_class_name or "") != claim_attributes:
+            continue
+        if volume.metadata.deletion_timestamp is not None:
+            continue
+        fits = labels is None or volume_fits_node(volume, labels)
+        if bound_to(volume, claim):
+            return volume if fits else None
+        if volume.status.phase != AVAILABLE:
+            continue
+        if claim.spec.selector is not None and not label_selector_matches(
+            claim.spec.selector, volume.metadata.labels
+        ):
+            continue
+        if not fits or (
+            labels is not None and not set(claim.spec.access_modes) <= set(volume.spec.access_modes)
+        ):
+            continue
+        if best is None or size < best_size:
+            best, best_size = volume, size
+    return best
 
 
 def default_class(classes: Iterable[StorageClass]) -> str | None:
@@ -88,6 +179,27 @@ class VolumeState:
         self.claims: dict[str, PersistentVolumeClaim] = {}
         for claim in claims:
             self.claims[claim.key] = self._admitted(claim)
+        if as_controllers:
+            self._bind_ahead_of_pods()
+
+    def _bind_ahead_of_pods(self) -> None:
+        """What the PV controller binds without a pod: pre-bound claims, and immediate ones to a match."""
+        for key in sorted(self.claims):
+            claim = self.claims[key]
+            if fully_bound(claim):
+                continue
+            name = claim.spec.volume_name
+            if name:
+                volume = self.volumes.get(name)
+                if volume is not None and (volume.spec.claim_ref is None or bound_to(volume, claim)):
+                    self.bind(key, name)
+                continue
+            storage_class = self.classes.get(claim.storage_class)
+            if storage_class is not None and storage_class.volume_binding_mode == WAIT_FOR_FIRST_CONSUMER:
+                continue
+            volume = matching_volume(self.volumes, claim, None, set())
+            if volume is not None:
+                self.bind(key, volume.name)
 
     def _admitted(self, claim: PersistentVolumeClaim) -> PersistentVolumeClaim:
         if not self.as_controllers or claim.spec.storage_class_name is not None or claim.storage_class:

@@ -31,7 +31,7 @@ from allot.scheduling.diagnosis import Diagnosis
 from allot.scheduling.framework import BoolArray
 from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gang_key, gangs, place_gang
 from allot.scheduling.hints import ANYWHERE, Hints
-from allot.scheduling.preemption import Preemptor
+from allot.scheduling.preemption import Preemptor, post_filter_message
 from allot.scheduling.scheduler import Outcome, Placement, Scheduler
 from allot.scheduling.topology.tas import place_gang_in_topology, topology_request
 
@@ -435,16 +435,20 @@ class PodPath:
         self, pod_key: str, now: float, *, allowed: BoolArray | None = None, allowed_reason: str = ""
     ) -> tuple[Outcome, list[Evicted]]:
         outcome = self.scheduler.schedule(pod_key, allowed=allowed, allowed_reason=allowed_reason)
-        if (
-            isinstance(outcome, Placement)
-            or not self.policy.preemption
-            or not self.scheduler.runs_preemption(pod_key)
-        ):
+        if isinstance(outcome, Placement):
             return outcome, []
+        profile = self.scheduler.profile_of(pod_key)
+        claims = profile is not None and profile.claims_post_filter
+        if not self.policy.preemption or not self.scheduler.runs_preemption(pod_key):
+            if not claims:
+                return outcome, []
+            diagnosis = dataclasses.replace(outcome.diagnosis, preemption=post_filter_message(claims, ""))
+            return dataclasses.replace(outcome, diagnosis=diagnosis), []
         attempt = self.preemptor.attempt(pod_key, outcome)
         choice = attempt.candidate
         if choice is None:
-            diagnosis = dataclasses.replace(outcome.diagnosis, preemption=attempt.message)
+            message = post_filter_message(claims, attempt.message)
+            diagnosis = dataclasses.replace(outcome.diagnosis, preemption=message)
             return dataclasses.replace(outcome, diagnosis=diagnosis), []
         evicted: list[Evicted] = []
         with self.state.journal.transaction() as tx:

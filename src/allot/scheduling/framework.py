@@ -71,6 +71,15 @@ class Cycle:
     node_statuses: dict[int, Status] = field(default_factory=dict)
     # Volume claims to bind on the chosen node: (claim key, volume name, or "" to provision there).
     volumes: list[tuple[str, str]] = field(default_factory=list)
+    # Nodes pre-filters narrowed the pod to (kube-scheduler's PreFilterResult; None: all), and the
+    # plugins that did: every other node is rejected before any filter runs.
+    eligible: BoolArray | None = None
+    narrowed_by: list[str] = field(default_factory=list)
+
+    def narrow(self, plugin: str, nodes: BoolArray) -> None:
+        """A pre-filter's PreFilterResult: only `nodes` can take the pod."""
+        self.eligible = nodes if self.eligible is None else self.eligible & nodes
+        self.narrowed_by.append(plugin)
 
 
 class Plugin(Protocol):

@@ -50,6 +50,8 @@ from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
 from allot.scheduling.status import Code, Status
 
 PREEMPTION = "preemption"
+# What DynamicResources' post-filter says when it has no claim to free (it runs before preemption).
+NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
 # kube-scheduler's words for nodes where preemption cannot help, and nodes with nothing to preempt.
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -264,6 +266,14 @@ class Preemptor:
         if best is not None:
             return Attempt(best, "")
         return Attempt(None, _summary(diagnosis.total_nodes, reasons))
+
+
+def post_filter_message(claims: bool, preemption: str) -> str:
+    """kube-scheduler's post-filter account: DynamicResources' (when it runs there) and then
+    preemption's (when it ran), joined as its framework joins post-filter reasons."""
+    if not claims:
+        return preemption
+    return f"{NO_CLAIMS_TO_DEALLOCATE}, {preemption}" if preemption else f"{NO_CLAIMS_TO_DEALLOCATE}."
 
 
 def _summary(total: int, reasons: Mapping[int, tuple[str, ...]]) -> str:

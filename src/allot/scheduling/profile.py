@@ -93,6 +93,8 @@ class Profile:
     # DefaultPreemption enabled at postFilter, and its candidate-node arguments.
     preemption: bool = True
     preemption_candidates: tuple[int, int] = DEFAULT_PREEMPTION_CANDIDATES
+    # DynamicResources enabled at postFilter: its account opens the post-filter message.
+    claims_post_filter: bool = True
 
     def feasible_nodes_to_find(self, total: int) -> int:
         """How many feasible nodes to look for before scoring (kube-scheduler's rule)."""

@@ -123,13 +123,15 @@ class _Reader:
             )
         return name
 
-    def typed(self, value: Any, path: str, kinds: tuple[type, ...], what: str) -> None:
+    def typed(self, value: Any, path: str, kinds: tuple[type, ...]) -> None:
         if value is not None and (
             (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds)
         ):
+            what = " or ".join(_TYPE_WORDS[k] for k in kinds)
             raise self.fail(path, f"expected {what}, got {value!r}")
 
 
+_TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 _TOP = frozenset(
     {
         "apiVersion",
@@ -174,7 +176,7 @@ def read_config(raw: Any, *, source: str) -> SchedulerConfig:
     reader = _Reader(source)
     top = reader.mapping(raw, "", _TOP) if isinstance(raw, dict) else None
     if top is None:
-        raise reader.fail("", f"expected a {KIND} mapping")
+        raise reader.fail("", f"expected a {KIND} mapping, got {type(raw).__name__}")
     api_version = top.get("apiVersion")
     if api_version != API_VERSION:
         raise reader.fail("apiVersion", f"expected {API_VERSION}, got {api_version!r}")
@@ -187,9 +189,9 @@ def read_config(raw: Any, *, source: str) -> SchedulerConfig:
     for name, fields in (("leaderElection", _LEADER_ELECTION), ("clientConnection", _CLIENT_CONNECTION)):
         section = reader.mapping(top.get(name), name, set(fields))
         for key, kinds in fields.items():
-            reader.typed(section.get(key), f"{name}.{key}", kinds, " or ".join(k.__name__ for k in kinds))
+            reader.typed(section.get(key), f"{name}.{key}", kinds)
     for key in ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive"):
-        reader.typed(top.get(key), key, (bool,), "true or false")
+        reader.typed(top.get(key), key, (bool,))
     extenders = top.get("extenders")
     if extenders:
         raise reader.fail(
@@ -253,7 +255,9 @@ def _plugin_set(reader: _Reader, raw: Any, path: str) -> _PluginSet:
             at = f"{path}.{part}[{j}]"
             plugin = reader.mapping(item, at, _PLUGIN) if isinstance(item, dict) else None
             if plugin is None:
-                raise reader.fail(at, "expected {name: <plugin>, weight: <int>}")
+                raise reader.fail(
+                    at, f"expected {{name: <plugin>, weight: <int>}}, got {type(item).__name__}"
+                )
             name = reader.plugin_name(plugin, at, star=part == "disabled")
             weight = plugin.get("weight")
             if weight is not None:
@@ -327,7 +331,7 @@ def _expand(
 def _profile(reader: _Reader, raw: Any, path: str, percentage: int | None) -> tuple[Profile, tuple[str, ...]]:
     entry = reader.mapping(raw, path, _PROFILE) if isinstance(raw, dict) else None
     if entry is None:
-        raise reader.fail(path, "expected a mapping")
+        raise reader.fail(path, f"expected a mapping, got {type(raw).__name__}")
     name = entry.get("schedulerName", DEFAULT_SCHEDULER_NAME)
     if not isinstance(name, str) or not name:
         raise reader.fail(f"{path}.schedulerName", "Required value: a non-empty string")
@@ -358,6 +362,7 @@ def _profile(reader: _Reader, raw: Any, path: str, percentage: int | None) -> tu
         plugin_args=args,
         pre_filter_only=tuple(p for p in points[PRE_FILTER] if p not in filters),
         preemption="DefaultPreemption" in points[POST_FILTER],
+        claims_post_filter="DynamicResources" in points[POST_FILTER],
         preemption_candidates=preemption_candidates,
     )
     return profile, tuple(points[QUEUE_SORT])
@@ -371,7 +376,7 @@ def _weights(scored: list[str], own: _PluginSet, multi: list[tuple[str, int | No
         given.setdefault(name, weight)
     for name, weight in multi:
         given.setdefault(name, weight)
-    return {name: given.get(name) or 1 for name in scored}
+    return {name: given.get(name) or 1 for name in scored if registry.scores(name)}
 
 
 def _check_points(
@@ -429,7 +434,7 @@ def _plugin_config(
         at = f"{path}.pluginConfig[{j}]"
         entry = reader.mapping(item, at, _PLUGIN_CONFIG) if isinstance(item, dict) else None
         if entry is None:
-            raise reader.fail(at, "expected {name: <plugin>, args: {...}}")
+            raise reader.fail(at, f"expected {{name: <plugin>, args: {{...}}}}, got {type(item).__name__}")
         name = reader.plugin_name(entry, at)
         if name in args:
             raise reader.fail(at, f"Duplicate value: {name!r}")

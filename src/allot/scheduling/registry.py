@@ -14,14 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from allot.scheduling.framework import (
-    MaskFilter,
-    NodeFilter,
-    Plugin,
-    PreFilter,
-    ReservePlugin,
-    ScorePlugin,
-)
+from allot.scheduling.framework import MaskFilter, NodeFilter, Plugin, ReservePlugin, ScorePlugin
 from allot.scheduling.plugins import resources_fit
 from allot.scheduling.plugins.balanced_allocation import BalancedAllocation
 from allot.scheduling.plugins.dynamic_resources import DynamicResources
@@ -136,14 +129,13 @@ def build(name: str, args: Mapping[str, Any]) -> Plugin:
 
 
 def points(name: str) -> frozenset[str]:
-    """The extension points `name` can be enabled at (upstream's, or what allot's plugin implements)."""
+    """The extension points `name` can be enabled at: upstream's, or, for allot's own plugins,
+    filter, score and reserve as they implement them (their pre-filter is part of their filter)."""
     upstream = UPSTREAM_POINTS.get(name)
     if upstream is not None:
         return upstream
     plugin = build(name, {})
     found: set[str] = set()
-    if isinstance(plugin, PreFilter):
-        found.add(PRE_FILTER)
     if isinstance(plugin, MaskFilter | NodeFilter):
         found.add(FILTER)
     if isinstance(plugin, ScorePlugin):
@@ -151,3 +143,8 @@ def points(name: str) -> frozenset[str]:
     if isinstance(plugin, ReservePlugin):
         found.add(RESERVE)
     return frozenset(found)
+
+
+def scores(name: str) -> bool:
+    """Whether allot's plugin of that name scores nodes (VolumeBinding's score is off upstream too)."""
+    return name in REGISTRY and isinstance(build(name, {}), ScorePlugin)

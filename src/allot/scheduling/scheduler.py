@@ -87,6 +87,12 @@ class ProfilePlugins:
     readers: list[PodReader] = field(default_factory=list)
 
 
+def _narrowed(cycle: Cycle, outside: BoolArray) -> Rejection:
+    """kube-scheduler's status for nodes outside the pre-filters' PreFilterResult."""
+    plugins = " ".join(sorted(set(cycle.narrowed_by)))
+    return Rejection(f"node(s) didn't satisfy plugin(s) [{plugins}]", outside, Code.UNRESOLVABLE)
+
+
 def _instantiate(profile: Profile) -> ProfilePlugins:
     built: dict[str, Plugin] = {}
 
@@ -194,11 +200,17 @@ class Scheduler:
                     ("", Rejection(allowed_reason or "node(s) not allowed", outside, Code.UNRESOLVABLE))
                 )
             candidates &= allowed
+        if cycle.eligible is not None:
+            outside = candidates & ~cycle.eligible
+            if outside.any():
+                rejections.append((cycle.narrowed_by[0], _narrowed(cycle, outside)))
+            candidates &= cycle.eligible
         for mask_filter in plugins.mask_filters:
-            for rejection in mask_filter.filter_mask(cycle, candidates):
+            found = mask_filter.filter_mask(cycle, candidates)
+            for rejection in found:
                 rejections.append((mask_filter.name, rejection))
                 candidates &= ~rejection.nodes
-            if not candidates.any():
+            if found and not candidates.any():
                 break
 
         feasible = self._node_filter(cycle, plugins, np.flatnonzero(candidates).astype(np.int64))
@@ -240,6 +252,8 @@ class Scheduler:
             return False
         cycle = Cycle(self.state, info)
         if not all(pre.pre_filter(cycle).ok for pre in plugins.pre_filters):
+            return False
+        if cycle.eligible is not None and not cycle.eligible[index]:
             return False
         candidates = np.zeros(self.state.nodes.size, dtype=np.bool_)
         candidates[index] = True

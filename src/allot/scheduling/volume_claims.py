@@ -2,8 +2,7 @@
 
 Shared by VolumeBinding, VolumeZone, NodeVolumeLimits and VolumeRestrictions: which claim
 each volume uses (a generic ephemeral volume's is `<pod>-<volume>` and must be owned by the
-pod), looking claims up with kube-scheduler's error wording, whether a claim is fully bound,
-a volume's node affinity, and the CSI driver and volume handle a claim attaches as
+pod), looking claims up with kube-scheduler's error wording, and the CSI driver and volume handle a claim attaches as
 (in-tree GCE PD and AWS EBS volumes counted as their CSI drivers, as CSI migration does).
 """
 
@@ -13,11 +12,8 @@ from dataclasses import dataclass
 
 from allot.cluster.claims import pod_uid
 from allot.cluster.state import ClusterState
-from allot.dra.errors import AllocationError
-from allot.dra.nodes import selector_matches
-from allot.model.base import ObjectMeta
-from allot.model.core import Node, Pod, Volume
-from allot.model.storage import ANN_BIND_COMPLETED, PersistentVolume, PersistentVolumeClaim
+from allot.model.core import Pod, Volume
+from allot.model.storage import PersistentVolumeClaim
 
 # In-tree provisioners and their CSI drivers (CSI migration, GA for these).
 MIGRATED_PROVISIONERS = {
@@ -65,26 +61,6 @@ def not_owned(pod: Pod, claim: PersistentVolumeClaim) -> str | None:
 
 def lookup(state: ClusterState, pod: Pod, ref: ClaimRef) -> PersistentVolumeClaim | None:
     return state.storage.claims.get(f"{pod.namespace}/{ref.claim_name}")
-
-
-def fully_bound(claim: PersistentVolumeClaim) -> bool:
-    """Bound to a volume and the binding completed (the PV controller's annotation; a claim a
-    hand-written manifest shows `Bound` counts too)."""
-    if not claim.spec.volume_name:
-        return False
-    return ANN_BIND_COMPLETED in claim.metadata.annotations or claim.status.phase == "Bound"
-
-
-def volume_fits_node(volume: PersistentVolume, labels: dict[str, str]) -> bool:
-    """A volume's required node affinity against a node's labels (matchFields see no name, as
-    upstream's CheckNodeAffinity builds the node from labels alone)."""
-    affinity = volume.spec.node_affinity
-    if affinity is None or affinity.required is None:
-        return True
-    try:
-        return selector_matches(affinity.required, Node(metadata=ObjectMeta(labels=labels)))
-    except AllocationError:
-        return False
 
 
 def inline_attachment(volume: Volume) -> tuple[str, str] | None:

@@ -1,12 +1,14 @@
 """NodeResourcesBalancedAllocation: prefer nodes whose resource use stays in proportion.
 
-As kube-scheduler v1.36: the pod's actual requests (no non-zero defaults) are added to the
-node's requested amounts; each resource of the list (cpu and memory by default) that the
-node has gives a fraction (at most 1), and the score is (1 − standard deviation of the
-fractions) × 100, truncated: with two resources the deviation is half their difference,
-with one it is 0. An extended resource the pod does not ask for takes no part. A pod that
-requests none of the resources (best effort) is not scored by this plugin (0 everywhere),
-so such pods do not all pile onto the same node.
+As kube-scheduler v1.36 (checked against its binary): a node's balance is (1 − standard
+deviation of its resources' fractions) × 100, truncated, where each resource of the list
+(cpu and memory by default) that the node has gives requested / allocatable (at most 1),
+with actual requests (no non-zero defaults); with two resources the deviation is half their
+difference, with one it is 0. The score rewards what the pod does to the balance: 50 +
+(50 + balance with the pod − balance without it) / 2, integer arithmetic. An extended
+resource the pod does not ask for takes no part. A pod that requests none of the resources
+(best effort) is not scored by this plugin (0 everywhere), so such pods do not all pile onto
+the same node.
 
 Args (NodeResourcesBalancedAllocationArgs): `resources`, a list of {name, weight} (names
 unique; weights are accepted and, as upstream, not used).
@@ -22,11 +24,28 @@ import numpy as np
 
 from allot.cluster.nodes import saturate
 from allot.cluster.resources import CPU, EPHEMERAL_STORAGE, MEMORY
-from allot.scheduling.framework import Cycle, FloatArray, IntArray
+from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray
 from allot.scheduling.plugin_args import ArgumentError
 
 NAME = "NodeResourcesBalancedAllocation"
 _ALWAYS_COUNTED = (CPU, MEMORY, EPHEMERAL_STORAGE)
+
+
+def _cpu_memory(
+    allocatable: Mapping[str, IntArray], requested: Mapping[str, IntArray], nodes: IntArray, wanted: list[int]
+) -> FloatArray:
+    """The default resources (cpu, memory) on every node at once, with and without the pod."""
+    capacity = np.stack((allocatable[CPU][nodes], allocatable[MEMORY][nodes]))
+    used = np.stack((requested[CPU][nodes], requested[MEMORY][nodes]))
+    counted = capacity > 0
+    safe = np.where(counted, capacity, 1)
+    # [with the pod, without it] x [cpu, memory] x nodes.
+    adding = np.array([[[wanted[0]], [wanted[1]]], [[0], [0]]], dtype=np.float64)
+    fractions = np.minimum((used + adding) / safe, 1.0)
+    deviation = np.abs((fractions[:, 0] - fractions[:, 1]) / 2)
+    balance = np.floor((1.0 - np.where(counted[0] & counted[1], deviation, 0.0)) * 100)
+    result: FloatArray = 50 + np.trunc((50 + balance[0] - balance[1]) / 2)
+    return result
 
 
 def _deviation(fractions: Sequence[float]) -> float:
@@ -68,31 +87,46 @@ class BalancedAllocation:
         return cls(resources=names)
 
     def score(self, cycle: Cycle, nodes: IntArray) -> FloatArray:
-        table = cycle.state.nodes
         requests = cycle.pod.requests
         wanted = [saturate(requests.get(resource, 0)) for resource in self.resources]
         if not any(wanted):
             return np.zeros(nodes.size)
-        fractions = []
-        counted = []
-        for resource, pod_amount in zip(self.resources, wanted, strict=True):
-            zeros = np.zeros(table.size, dtype=np.int64)
-            capacity = table.allocatable.get(resource, zeros)[nodes]
-            used = table.requested.get(resource, zeros)[nodes] + pod_amount
-            safe = np.where(capacity > 0, capacity, 1)
-            fractions.append(np.minimum(used / safe, 1.0))
-            taking = capacity > 0
-            if pod_amount == 0 and resource not in _ALWAYS_COUNTED:
-                taking = np.zeros(nodes.size, dtype=np.bool_)
-            counted.append(taking)
+        table = cycle.state.nodes
         if self.resources == (CPU, MEMORY):
+            return _cpu_memory(table.allocatable, table.requested, nodes, wanted)
+        capacities = []
+        requested = []
+        counted = []
+        for resource, asked in zip(self.resources, wanted, strict=True):
+            capacity = table.allocatable.get(resource)
+            if capacity is None or (asked == 0 and resource not in _ALWAYS_COUNTED):
+                # A resource no node has, or an extended one the pod does not ask for: left out.
+                continue
+            capacity = capacity[nodes]
+            capacities.append(np.where(capacity > 0, capacity, 1))
+            requested.append((table.requested[resource][nodes], asked))
+            counted.append(capacity > 0)
+        with_pod = self._balance(capacities, [used + asked for used, asked in requested], counted)
+        without = self._balance(capacities, [used for used, _ in requested], counted)
+        # 50 + (50 + with - without) / 2, Go's integer division (toward zero).
+        result: FloatArray = 50 + np.trunc((50 + with_pod - without) / 2)
+        return result
+
+    def _balance(
+        self, capacities: list[IntArray], used: list[IntArray], counted: list[BoolArray]
+    ) -> FloatArray:
+        """Each node's balance score: (1 - deviation of its fractions) x 100, truncated."""
+        fractions = [np.minimum(u / c, 1.0) for u, c in zip(used, capacities, strict=True)]
+        if len(fractions) == 2:
             both = counted[0] & counted[1]
             deviation = np.where(both, np.abs((fractions[0] - fractions[1]) / 2), 0.0)
+        elif len(fractions) < 2:
+            deviation = np.zeros(capacities[0].size if capacities else 0)
         else:
             deviation = np.array(
                 [
                     _deviation([float(f[i]) for f, c in zip(fractions, counted, strict=True) if c[i]])
-                    for i in range(nodes.size)
+                    for i in range(capacities[0].size)
                 ]
             )
         result: FloatArray = np.floor((1.0 - deviation) * 100)

@@ -73,6 +73,9 @@ class ImageLocality:
         table = cycle.state.nodes
         images = self._for(table)
         pod = cycle.pod.pod
+        if not images.holders:
+            # No node lists an image: every node scores 0.
+            return np.zeros(nodes.size)
         total = np.zeros(table.size, dtype=np.int64)
         for name in pod_images(pod):
             holders = images.holders.get(name)

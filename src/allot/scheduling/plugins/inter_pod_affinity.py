@@ -211,7 +211,11 @@ class InterPodAffinity:
         avoided = affinity.pod_anti_affinity if affinity is not None else None
         preferred_terms = preferred.preferred_during_scheduling_ignored_during_execution if preferred else ()
         avoided_terms = avoided.preferred_during_scheduling_ignored_during_execution if avoided else ()
-        if self.ignore_preferred_terms_of_existing_pods and not preferred_terms and not avoided_terms:
+        if (
+            not preferred_terms
+            and not avoided_terms
+            and (self.ignore_preferred_terms_of_existing_pods or not index.has_terms())
+        ):
             return None
         by_key: dict[str, FloatArray] = {}
 

@@ -3,6 +3,11 @@
 Both depend only on the pod's selector and the nodes' labels, so results
 are cached per distinct (nodeSelector, affinity) pair.
 
+Pre-filter: when every required term names nodes by `matchFields` `metadata.name In`
+(DaemonSet pods), the pod is narrowed to those nodes before any filter runs, and other
+nodes read `node(s) didn't satisfy plugin(s) [NodeAffinity]` (kube-scheduler's
+PreFilterResult); terms that name no common node: `pod affinity terms conflict`.
+
 Arg `addedAffinity` (NodeAffinityArgs): node affinity the profile adds to every pod; its
 required terms reject a node first (`node(s) didn't match scheduler-enforced node
 affinity`), its preferred terms add to every pod's preferred weights.
@@ -28,10 +33,11 @@ from allot.model.validate_common import Problems
 from allot.model.validate_core import check_node_affinity
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
 from allot.scheduling.plugin_args import ArgumentError
-from allot.scheduling.status import Code
+from allot.scheduling.status import SUCCESS, Code, Status, unresolvable
 
 NAME = "NodeAffinity"
 REASON = "node(s) didn't match Pod's node affinity/selector"
+CONFLICT = "pod affinity terms conflict"
 ENFORCED_REASON = "node(s) didn't match scheduler-enforced node affinity"
 
 
@@ -91,6 +97,34 @@ class NodeAffinity:
     @classmethod
     def from_args(cls, args: Mapping[str, Any]) -> NodeAffinity:
         return cls(added=parse_added_affinity(args))
+
+    def pre_filter(self, cycle: Cycle) -> Status:
+        spec = cycle.pod.pod.spec
+        affinity = spec.affinity.node_affinity if spec.affinity is not None else None
+        required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
+        if required is None or not required.node_selector_terms:
+            return SUCCESS
+        names: set[str] = set()
+        for term in required.node_selector_terms:
+            in_term: set[str] | None = None
+            for requirement in term.match_fields:
+                if requirement.key == "metadata.name" and requirement.operator == "In":
+                    values = set(requirement.values)
+                    in_term = values if in_term is None else in_term & values
+            if in_term is None:
+                # A term without a name: every node may match it (terms are ORed).
+                return SUCCESS
+            names |= in_term
+        if not names:
+            return unresolvable(NAME, CONFLICT)
+        table = cycle.state.nodes
+        mask = np.zeros(table.size, dtype=np.bool_)
+        for name in names:
+            index = table.index.get(name)
+            if index is not None:
+                mask[index] = True
+        cycle.narrow(NAME, mask)
+        return SUCCESS
 
     def _enforced_mask(self, table: NodeTable) -> BoolArray | None:
         required = self.added.required_during_scheduling_ignored_during_execution if self.added else None

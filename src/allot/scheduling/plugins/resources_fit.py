@@ -208,7 +208,9 @@ class NodeResourcesFit:
         table = cycle.state.nodes
         pod_cpu, pod_memory = (saturate(amount) for amount in cycle.pod.nonzero)
         total = np.zeros(nodes.size, dtype=np.int64)
-        weights = np.zeros(nodes.size, dtype=np.int64)
+        # The weights of the resources each node counts: a number while every node counts every
+        # resource so far (the usual case), an array once some node leaves one out.
+        weights: int | IntArray = 0
         for resource, weight in self.resources.items():
             if resource == CPU:
                 used = table.nonzero_cpu[nodes] + pod_cpu
@@ -222,26 +224,33 @@ class NodeResourcesFit:
                     continue
                 used = table.requested.get(resource, np.zeros(table.size, np.int64))[nodes] + saturate(wanted)
             capacity = table.allocatable.get(resource, np.zeros(table.size, np.int64))[nodes]
-            safe = np.where(capacity > 0, capacity, 1)
+            counted = capacity > 0
+            safe = np.where(counted, capacity, 1)
             if self.strategy == LEAST_ALLOCATED:
-                part = np.where((capacity > 0) & (used <= capacity), (capacity - used) * 100 // safe, 0)
+                part = np.where(counted & (used <= capacity), (capacity - used) * 100 // safe, 0)
             elif self.strategy == MOST_ALLOCATED:
-                part = np.where(capacity > 0, np.minimum(used, capacity) * 100 // safe, 0)
+                part = np.where(counted, np.minimum(used, capacity) * 100 // safe, 0)
             else:
                 utilization = np.where(
-                    (capacity > 0) & (used <= capacity), used * MAX_UTILIZATION // safe, MAX_UTILIZATION
+                    counted & (used <= capacity), used * MAX_UTILIZATION // safe, MAX_UTILIZATION
                 )
                 part = np.array([_broken_linear(self.shape, int(u)) for u in utilization], dtype=np.int64)
-            counted = capacity > 0
             if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
                 counted &= part > 0
-            total += np.where(counted, weight * part, 0)
-            weights += np.where(counted, weight, 0)
+            if counted.all():
+                total += weight * part
+                weights = weights + weight
+            else:
+                total += np.where(counted, weight * part, 0)
+                weights = weights + np.where(counted, weight, 0)
+        if isinstance(weights, int) and self.strategy != REQUESTED_TO_CAPACITY_RATIO:
+            return (total // max(weights, 1)).astype(np.float64)
+        per_node = np.broadcast_to(weights, total.shape)
         if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
             # math.Round(float64(score) / float64(weightSum)), half away from zero.
             ratio = [
                 math.floor(t / w + 0.5) if w else 0
-                for t, w in zip(total.tolist(), weights.tolist(), strict=True)
+                for t, w in zip(total.tolist(), per_node.tolist(), strict=True)
             ]
             return np.array(ratio, dtype=np.float64)
-        return np.where(weights > 0, total // np.maximum(weights, 1), 0).astype(np.float64)
+        return np.where(per_node > 0, total // np.maximum(per_node, 1), 0).astype(np.float64)

@@ -27,8 +27,13 @@ def tolerates(tolerations: Iterable[Toleration], taint: Taint) -> bool:
     return any(toleration_matches(t, taint) for t in tolerations)
 
 
+# kube-scheduler v1.36's words (the taint itself is not named, so messages do not leak it).
+REASON = "node(s) had untolerated taint(s)"
+
+
 def taint_reason(taint: Taint) -> str:
-    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+    """The reason a node with this untolerated taint is rejected for (one for every taint, as upstream)."""
+    return REASON
 
 
 class _PerTolerations:

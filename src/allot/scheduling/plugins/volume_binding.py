@@ -10,8 +10,8 @@ PersistentVolumeClaims` (the PV controller binds those, not the scheduler).
 Filter, per node (unresolvable):
 
 * a bound claim's volume must exist (`node(s) unavailable due to one or more pvc(s) bound to
-  non-existent pv(s)`) and its node affinity must admit the node (`node(s) had volume node
-  affinity conflict`);
+  non-existent pv(s)`) and its node affinity must admit the node (`node(s) didn't match
+  PersistentVolume's node affinity`);
 * claims of `WaitForFirstConsumer` classes, smallest request first: each takes the smallest
   available volume of its class that fits it (capacity, access modes, volume mode, label
   selector, node affinity on this node; a volume pre-bound to the claim wins), none taken
@@ -35,34 +35,24 @@ from typing import Any
 import numpy as np
 
 from allot.cluster.events import NODE_EVENTS, ClusterEventKind
-from allot.cluster.selectors import label_selector_matches
 from allot.cluster.state import ClusterState
+from allot.cluster.volumes import fully_bound, matching_volume, storage_request, volume_fits_node
 from allot.model.storage import (
     ANN_SELECTED_NODE,
     NO_PROVISIONER,
     WAIT_FOR_FIRST_CONSUMER,
-    PersistentVolume,
     PersistentVolumeClaim,
 )
 from allot.scheduling import plugin_args
 from allot.scheduling.framework import BoolArray, Cycle, Rejection
 from allot.scheduling.status import SUCCESS, Code, Status, unresolvable
-from allot.scheduling.volume_claims import (
-    claim_refs,
-    fully_bound,
-    lookup,
-    not_found,
-    not_owned,
-    volume_fits_node,
-)
+from allot.scheduling.volume_claims import claim_refs, lookup, not_found, not_owned
 
 NAME = "VolumeBinding"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
-NODE_CONFLICT = "node(s) had volume node affinity conflict"
+NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
-AVAILABLE = "Available"
-FILESYSTEM = "Filesystem"
 
 
 @dataclass(slots=True)
@@ -72,60 +62,6 @@ class _Claims:
     delayed: list[PersistentVolumeClaim] = field(default_factory=list)
     # Per node index: (claim key, volume name or "" to provision) for the chosen node.
     decisions: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
-
-
-def _storage_request(claim: PersistentVolumeClaim) -> int:
-    request = claim.spec.resources.requests.get("storage")
-    return request.nano if request is not None else 0
-
-
-def _bound_to(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
-    ref = volume.spec.claim_ref
-    if ref is None or ref.name != claim.name or ref.namespace != claim.namespace:
-        return False
-    return not ref.uid or not claim.metadata.uid or ref.uid == claim.metadata.uid
-
-
-def _matching_volume(
-    state: ClusterState, claim: PersistentVolumeClaim, labels: dict[str, str], taken: set[str]
-) -> PersistentVolume | None:
-    """kube-scheduler's FindMatchingVolume on one node: the pre-bound volume, else the smallest fit."""
-    requested = _storage_request(claim)
-    class_name = claim.storage_class
-    claim_mode = claim.spec.volume_mode or FILESYSTEM
-    claim_attributes = claim.spec.volume_attributes_class_name or ""
-    best: PersistentVolume | None = None
-    best_size = 0
-    for name in sorted(state.storage.volumes):
-        volume = state.storage.volumes[name]
-        if name in taken or volume.storage_class != class_name:
-            continue
-        if volume.spec.claim_ref is not None and not _bound_to(volume, claim):
-            continue
-        capacity = volume.spec.capacity.get("storage")
-        size = capacity.nano if capacity is not None else 0
-        if size < requested:
-            continue
-        if (volume.spec.volume_mode or FILESYSTEM) != claim_mode:
-            continue
-        if (volume.spec.volume_attributes_class_name or "") != claim_attributes:
-            continue
-        if volume.metadata.deletion_timestamp is not None:
-            continue
-        fits = volume_fits_node(volume, labels)
-        if _bound_to(volume, claim):
-            return volume if fits else None
-        if volume.status.phase != AVAILABLE:
-            continue
-        if claim.spec.selector is not None and not label_selector_matches(
-            claim.spec.selector, volume.metadata.labels
-        ):
-            continue
-        if not fits or not set(claim.spec.access_modes) <= set(volume.spec.access_modes):
-            continue
-        if best is None or size < best_size:
-            best, best_size = volume, size
-    return best
 
 
 class VolumeBinding:
@@ -149,6 +85,8 @@ class VolumeBinding:
     def pre_filter(self, cycle: Cycle) -> Status:
         state = cycle.state
         pod = cycle.pod.pod
+        if not pod.spec.volumes:
+            return SUCCESS
         data = self._data(cycle)
         unbound_immediate = False
         for ref in claim_refs(pod):
@@ -184,12 +122,12 @@ class VolumeBinding:
                 unbound_immediate = True
         if unbound_immediate:
             return unresolvable(NAME, UNBOUND_IMMEDIATE)
-        data.delayed.sort(key=_storage_request)
+        data.delayed.sort(key=storage_request)
         return SUCCESS
 
     def filter_mask(self, cycle: Cycle, candidates: BoolArray) -> list[Rejection]:
-        data = self._data(cycle)
-        if not data.bound and not data.delayed:
+        data = cycle.data.get(NAME)
+        if not isinstance(data, _Claims) or (not data.bound and not data.delayed):
             return []
         state = cycle.state
         by_reasons: dict[tuple[str, ...], BoolArray] = {}
@@ -251,7 +189,7 @@ class VolumeBinding:
                 to_match.append(claim)
         taken: set[str] = set()
         for claim in to_match:
-            volume = _matching_volume(state, claim, labels, taken)
+            volume = matching_volume(state.storage.volumes, claim, labels, taken)
             if volume is None:
                 to_provision.append(claim)
                 continue
@@ -270,6 +208,6 @@ class VolumeBinding:
         return True
 
     def reserve(self, cycle: Cycle, index: int) -> Status:
-        data = self._data(cycle)
-        cycle.volumes = list(data.decisions.get(index, ()))
+        data = cycle.data.get(NAME)
+        cycle.volumes = list(data.decisions.get(index, ())) if isinstance(data, _Claims) else []
         return SUCCESS

@@ -23,9 +23,7 @@ from allot.scheduling.volume_claims import not_found
 
 NAME = "VolumeRestrictions"
 DISK_CONFLICT = "node(s) had no available disk"
-READ_WRITE_ONCE_POD_CONFLICT = (
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
-)
+READ_WRITE_ONCE_POD_CONFLICT = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
 # The API server's default RBD pool.
 _RBD_POOL = "rbd"
 

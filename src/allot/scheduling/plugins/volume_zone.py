@@ -35,6 +35,8 @@ class VolumeZone:
     def pre_filter(self, cycle: Cycle) -> Status:
         state = cycle.state
         pod = cycle.pod.pod
+        if not pod.spec.volumes:
+            return SUCCESS
         topologies: list[tuple[str, frozenset[str]]] = []
         cycle.data[_STATE] = topologies
         for ref in claim_refs(pod):

@@ -33,16 +33,27 @@ def plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
     yield control_plane
 
 
-def test_claims_waiting_for_their_first_consumer_are_bound_and_annotated(plane: ControlPlane) -> None:
+def test_volume_claims_and_anti_affinity_as_allot_run_binds_them(plane: ControlPlane) -> None:
     for name in ("vol-a", "vol-b"):
-        create_node(plane, name, cpu="4")
+        create_node(plane, name, cpu="4", labels={"pool": "vol"})
     storage(plane, "vol-b")
-    plane.apply(pod_manifest("with-volumes", cpu="1", extra_spec=volumes_spec()))
+    select = {"nodeSelector": {"pool": "vol"}}
+    plane.apply(pod_manifest("with-volumes", cpu="1", extra_spec={**select, **volumes_spec()}))
+    plane.apply(pod_manifest("spread-0", cpu="1", labels={"app": "spread-me"}, extra_spec=select))
+    term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "spread-me"}}}
+    anti = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
     with AllotProcess(plane) as allot:
-        node = eventually(lambda: bound_nodes(plane).get("with-volumes"), what="the pod bound")
+        first = eventually(lambda: bound_nodes(plane).get("spread-0"), what="the first spread pod bound")
+        plane.apply(
+            pod_manifest("spread-1", cpu="1", labels={"app": "spread-me"}, extra_spec={**select, **anti})
+        )
+        bound = eventually(
+            lambda: {"with-volumes", "spread-1"} <= set(bound_nodes(plane)) and bound_nodes(plane),
+            what="the volume pod and the second spread pod bound",
+        )
         assert allot.alive(), allot.output()[-3000:]
     # The local volume lives on vol-b only, so the pod went there.
-    assert node == "vol-b"
+    assert bound["with-volumes"] == "vol-b"
     scratch = plane.get("pvc", "scratch", namespace="default")
     assert scratch["metadata"]["annotations"][SELECTED_NODE] == "vol-b"  # type: ignore[index]
     volume = plane.get("pv", "local-pv")
@@ -52,23 +63,5 @@ def test_claims_waiting_for_their_first_consumer_are_bound_and_annotated(plane: 
         what="the PV controller binding the claim",
     )
     assert data == "local-pv"
-
-
-def test_required_anti_affinity_keeps_a_pod_off_its_targets_node(plane: ControlPlane) -> None:
-    for name in ("aff-a", "aff-b"):
-        create_node(plane, name, cpu="4", labels={"pool": "aff"})
-    select = {"nodeSelector": {"pool": "aff"}}
-    plane.apply(pod_manifest("aff-first", cpu="1", labels={"app": "spread-me"}, extra_spec=select))
-    with AllotProcess(plane) as allot:
-        first = eventually(lambda: bound_nodes(plane).get("aff-first"), what="the first pod bound")
-        term = {
-            "topologyKey": "kubernetes.io/hostname",
-            "labelSelector": {"matchLabels": {"app": "spread-me"}},
-        }
-        anti = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
-        plane.apply(
-            pod_manifest("aff-second", cpu="1", labels={"app": "spread-me"}, extra_spec={**select, **anti})
-        )
-        second = eventually(lambda: bound_nodes(plane).get("aff-second"), what="the second pod bound")
-        assert allot.alive(), allot.output()[-3000:]
-    assert {first, second} == {"aff-a", "aff-b"}
+    # Required anti-affinity kept the second pod off the first one's node.
+    assert {first, bound["spread-1"]} == {"vol-a", "vol-b"}

@@ -12,6 +12,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from allot.cluster.invariants import check
 from allot.cluster.pod_index import Matcher, TermKind
 from allot.cluster.state import ClusterState, PodInfo
 from allot.model.base import LabelSelector, ObjectMeta
@@ -160,6 +161,7 @@ def test_placement_never_breaks_required_inter_pod_rules(
             rule, key = "spread", spread_key[app]
         scheduler.schedule(state.add_pod(make_pod(index, app, rule, key, target)).key)
     assert violations(state) == []
+    assert check(state) == []
 
 
 @settings(max_examples=examples(25), deadline=None)
@@ -193,3 +195,13 @@ def test_a_rolled_back_what_if_leaves_the_pod_index_as_it_was(
         for key in keys[:half]:
             state.unbind(key)
     assert snapshot() == before
+
+
+def test_the_invariant_checker_names_an_anti_affinity_allot_broke() -> None:
+    state = ClusterState(nodes=[make_node("n0", "a")])
+    state.bind(state.add_pod(make_pod(0, "web", "none", HOST, "web")).key, "n0", {})
+    # Bound by hand next to the pod its required anti-affinity selects (no scheduler would).
+    state.bind(state.add_pod(make_pod(1, "db", "anti", HOST, "web")).key, "n0", {})
+    assert check(state) == [
+        f"pod default/p1's required anti-affinity selects pod default/p0 in its {HOST} n0"
+    ]

@@ -79,3 +79,22 @@ def test_image_names_without_a_tag_mean_latest_and_image_volumes_count() -> None
     volume = {"volumes": [{"name": "weights", "image": {"reference": "registry.example/data:latest"}}]}
     mounted = add(state, pod_doc("q", **volume))
     assert scores(state, mounted, "ImageLocality") == {"n1": 100.0, "n2": 100.0}
+
+
+def test_a_pod_naming_nodes_by_field_is_narrowed_before_any_filter() -> None:
+    tainted = node_doc("n2").replace(
+        "status:", "spec:\n  taints: [{key: t, value: v, effect: NoSchedule}]\nstatus:"
+    )
+    state = cluster(node_doc("n1", cpu="2"), tainted, node_doc("n3"))
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
+    affinity = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+    }
+    big = {"containers": [{"name": "c", "image": "app:1", "resources": {"requests": {"cpu": "4"}}}]}
+    outcome = place(state, add(state, pod_doc("daemon", affinity=affinity, **big)))
+    # As kube-scheduler's PreFilterResult: n2 and n3 are out before TaintToleration looks at n2.
+    assert isinstance(outcome, Unschedulable)
+    assert (
+        outcome.message
+        == "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    )

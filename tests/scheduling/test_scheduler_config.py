@@ -227,6 +227,14 @@ def test_a_pre_filter_alone_is_kept_without_its_filter() -> None:
     assert found.pre_filter_only == ("VolumeBinding",)
 
 
+def test_gpu_placement_may_take_the_place_of_dynamic_resources_at_filter() -> None:
+    found = profile(
+        "profiles:\n- plugins:\n    filter:\n      disabled: [{name: DynamicResources}]\n      enabled: [{name: GpuPlacement}]\n"
+    )
+    assert "DynamicResources" not in found.filters
+    assert "GpuPlacement" in found.filters
+
+
 def test_process_settings_are_checked_and_accepted() -> None:
     body = """parallelism: 8
 leaderElection: {leaderElect: true, leaseDuration: 15s, resourceName: x}

@@ -220,3 +220,26 @@ def test_inline_disks_conflict_unless_both_read_only() -> None:
     )
     readers = cluster(node_doc("n1"), disk("r1", True, "n1"))
     assert feasible(readers, add(readers, disk("r2", True))) == {"n1"}
+
+
+def test_the_planners_output_carries_the_claims_it_bound_or_sent_to_provisioning() -> None:
+    from allot.model.loader import load_text
+    from allot.model.storage import PersistentVolume, PersistentVolumeClaim
+    from allot.plan.planner import plan, resulting_objects
+
+    text = "\n---\n".join(
+        [
+            NODES,
+            storage_class("local", "kubernetes.io/no-provisioner"),
+            storage_class("dyn", "csi.example.com"),
+            volume("disk", "10Gi", "local", host="a2"),
+            claim("data", "1Gi", "local"),
+            claim("scratch", "1Gi", "dyn"),
+            using("p", "data", "scratch"),
+        ]
+    )
+    objects = resulting_objects(plan(load_text(text)))
+    claims = {o.name: o for o in objects if isinstance(o, PersistentVolumeClaim)}
+    assert claims["data"].spec.volume_name == "disk"
+    assert claims["scratch"].metadata.annotations[ANN_SELECTED_NODE] == "a2"
+    assert [o.name for o in objects if isinstance(o, PersistentVolume)] == ["disk"]

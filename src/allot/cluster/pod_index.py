@@ -49,6 +49,32 @@ MAX_MATCHERS = 512
 _encoder = msgspec.msgpack.Encoder()
 
 
+# A label every pod a selector matches must carry: only pods with it are ever checked against it.
+Anchor = tuple[str, str]
+
+
+def anchor_of(selector: LabelSelector | None) -> Anchor | None:
+    """One label pair a selector requires (a matchLabels entry, or an In with one value), if any."""
+    if selector is None:
+        return None
+    if selector.match_labels:
+        key = min(selector.match_labels)
+        return (key, selector.match_labels[key])
+    for requirement in selector.match_expressions:
+        if requirement.operator == "In" and len(requirement.values) == 1:
+            return (requirement.key, requirement.values[0])
+    return None
+
+
+def selector_label_keys(selector: LabelSelector | None) -> set[str]:
+    """The label keys a selector reads."""
+    if selector is None:
+        return set()
+    keys = set(selector.match_labels)
+    keys.update(e.key for e in selector.match_expressions)
+    return keys
+
+
 def selector_key(selector: LabelSelector | None) -> bytes:
     """Identifies a selector by value (None, selecting nothing, differs from empty, selecting all)."""
     return b"" if selector is None else b"s" + _encoder.encode(selector)
@@ -76,6 +102,14 @@ class Matcher:
             names = b"*" if namespaces is None else b"\x00".join(n.encode() for n in sorted(namespaces))
             parts.append(names + b"\x01" + selector_key(selector))
         return cls(tuple(conditions), skip_terminating, b"\x02".join(parts))
+
+    @property
+    def anchor(self) -> Anchor | None:
+        for _, selector in self.conditions:
+            found = anchor_of(selector)
+            if found is not None:
+                return found
+        return None
 
     def matches(self, pod: Pod) -> bool:
         if not self.conditions:
@@ -218,6 +252,43 @@ class _TermCounts:
     total: int = 0
 
 
+class _Anchored:
+    """Keys filed under the label pair their selector requires, or among the general ones."""
+
+    __slots__ = ("by_label", "general")
+
+    def __init__(self) -> None:
+        self.by_label: dict[Anchor, set[bytes]] = {}
+        self.general: set[bytes] = set()
+
+    def add(self, key: bytes, anchor: Anchor | None) -> None:
+        if anchor is None:
+            self.general.add(key)
+        else:
+            self.by_label.setdefault(anchor, set()).add(key)
+
+    def remove(self, key: bytes, anchor: Anchor | None) -> None:
+        if anchor is None:
+            self.general.discard(key)
+            return
+        keys = self.by_label.get(anchor)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self.by_label[anchor]
+
+    def candidates(self, labels: Mapping[str, str]) -> set[bytes]:
+        """The keys whose selector a pod with these labels may match."""
+        found = set(self.general)
+        by_label = self.by_label
+        if by_label:
+            for pair in labels.items():
+                keys = by_label.get(pair)
+                if keys:
+                    found |= keys
+        return found
+
+
 class PodIndex:
     """See the module docstring. Built by ClusterState; plugins only read it."""
 
@@ -227,9 +298,17 @@ class PodIndex:
         self._table: object = None
         self._size = 0
         self._matchers: OrderedDict[bytes, tuple[Matcher, IntArray]] = OrderedDict()
+        self._matcher_anchors = _Anchored()
         self._terms: dict[TermKind, dict[bytes, _TermCounts]] = {kind: {} for kind in TermKind}
+        self._term_anchors: dict[TermKind, _Anchored] = {kind: _Anchored() for kind in TermKind}
+        # Bound pods by each of their label pairs (a new matcher counts only pods with its anchor).
+        self._by_label: dict[Anchor, set[str]] = {}
         self._ports: dict[int, Counter[HostPort]] = {}
         self._claims: Counter[str] = Counter()
+        # Label keys the bound pods' required anti-affinity selectors read, and a number that
+        # changes whenever that set may have (`anti_affinity_keys`).
+        self._anti_keys: Counter[str] = Counter()
+        self.anti_version = 0
         state.pod_listeners.append(self._on_pod)
 
     # -- questions ------------------------------------------------------------------------
@@ -242,19 +321,32 @@ class PodIndex:
             self._matchers.move_to_end(matcher.key)
             return found[1]
         counts = np.zeros(self._size, dtype=np.int64)
-        for info in self._state.bound():
+        anchor = matcher.anchor
+        pods = self._state.pods
+        if anchor is None:
+            candidates: Iterable[PodInfo] = self._state.bound()
+        else:
+            candidates = (pods[key] for key in self._by_label.get(anchor, ()))
+        for info in candidates:
             if info.node is not None and matcher.matches(info.pod):
                 counts[info.node] += 1
         self._matchers[matcher.key] = (matcher, counts)
+        self._matcher_anchors.add(matcher.key, anchor)
         if len(self._matchers) > MAX_MATCHERS:
-            self._matchers.popitem(last=False)
+            key, (dropped, _) = self._matchers.popitem(last=False)
+            self._matcher_anchors.remove(key, dropped.anchor)
         return counts
 
-    def terms(self, kind: TermKind) -> Iterable[tuple[AffinityTerm, IntArray]]:
+    def terms(self, kind: TermKind, pod: Pod | None = None) -> Iterable[tuple[AffinityTerm, IntArray]]:
         """The distinct terms of this kind that bound pods carry, each with per node the number of
-        pods carrying it (required kinds) or the sum of their weights (preferred kinds)."""
+        pods carrying it (required kinds) or the sum of their weights (preferred kinds); with
+        `pod`, only those whose selector may match it (a label it requires is the pod's)."""
         self._sync()
-        return [(entry.term, entry.per_node) for entry in self._terms[kind].values()]
+        terms = self._terms[kind]
+        if pod is None:
+            return [(entry.term, entry.per_node) for entry in terms.values()]
+        keys = self._term_anchors[kind].candidates(pod.metadata.labels)
+        return [(terms[key].term, terms[key].per_node) for key in sorted(keys) if key in terms]
 
     def has_terms(self, kind: TermKind | None = None) -> bool:
         """Whether some bound pod carries a term of this kind (of any kind when None)."""
@@ -262,6 +354,12 @@ class PodIndex:
         if kind is None:
             return any(self._terms.values())
         return bool(self._terms[kind])
+
+    def anti_affinity_keys(self) -> frozenset[str]:
+        """The label keys that bound pods' required anti-affinity selectors read: an incoming
+        pod's other labels cannot make such a term reject it."""
+        self._sync()
+        return frozenset(self._anti_keys)
 
     def used_ports(self, node: int) -> Mapping[HostPort, int]:
         self._sync()
@@ -286,9 +384,14 @@ class PodIndex:
         self._table = table
         self._size = table.size
         self._matchers.clear()
+        self._matcher_anchors = _Anchored()
         self._terms = {kind: {} for kind in TermKind}
+        self._term_anchors = {kind: _Anchored() for kind in TermKind}
+        self._by_label = {}
         self._ports = {}
         self._claims = Counter()
+        self._anti_keys = Counter()
+        self.anti_version += 1
         for info in self._state.bound():
             self._apply(info.pod, info.node, +1, matchers=False)
 
@@ -310,10 +413,23 @@ class PodIndex:
     def _apply(self, pod: Pod, node: int | None, sign: int, *, matchers: bool) -> None:
         if node is None:
             return
-        if matchers:
-            for matcher, counts in self._matchers.values():
+        labels = pod.metadata.labels
+        if matchers and self._matchers:
+            for key in self._matcher_anchors.candidates(labels):
+                matcher, counts = self._matchers[key]
                 if matcher.matches(pod):
                     counts[node] += sign
+        pod_key = pod.key
+        for pair in labels.items():
+            holders = self._by_label.get(pair)
+            if sign > 0:
+                if holders is None:
+                    holders = self._by_label[pair] = set()
+                holders.add(pod_key)
+            elif holders is not None:
+                holders.discard(pod_key)
+                if not holders:
+                    del self._by_label[pair]
         if has_pod_affinity(pod):
             for kind, term, weight in pod_terms(pod):
                 self._add_term(kind, term, node, sign * weight, sign)
@@ -336,7 +452,16 @@ class PodIndex:
         entry = terms.get(key)
         if entry is None:
             entry = terms[key] = _TermCounts(term, np.zeros(self._size, dtype=np.int64))
+            self._term_anchors[kind].add(key, anchor_of(term.selector))
+            if kind is TermKind.REQUIRED_ANTI_AFFINITY:
+                self._anti_keys.update(selector_label_keys(term.selector))
+                self.anti_version += 1
         entry.per_node[node] += amount
         entry.total += sign
         if entry.total <= 0:
             del terms[key]
+            self._term_anchors[kind].remove(key, anchor_of(term.selector))
+            if kind is TermKind.REQUIRED_ANTI_AFFINITY:
+                self._anti_keys.subtract(selector_label_keys(term.selector))
+                self._anti_keys = +self._anti_keys
+                self.anti_version += 1

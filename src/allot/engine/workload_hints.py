@@ -208,7 +208,7 @@ class PlacementWaits:
         if not self._waits:
             return
         helpful = [e for e in events if e.kind in _HELPFUL]
-        moved = any(e.kind in _ANYWHERE for e in events)
+        moved = any(e.kind in _ANYWHERE for e in events) and any(w.anywhere for w in self._waits.values())
         generation = self.admission.tree.generation
         if not helpful and not moved and generation == self._generation:
             return

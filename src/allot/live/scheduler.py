@@ -63,6 +63,8 @@ class LiveOptions:
     # Run Kueue admission where Kueue's objects are served (True), or never (False).
     kueue: bool = True
     victim_timeout: float = 300.0
+    # A failed pod's back-off: (initial, maximum) seconds (podInitialBackoffSeconds, podMaxBackoffSeconds).
+    backoff: tuple[float, float] = (1.0, 10.0)
     # Seconds between cycles when nothing happens (safety net for time-based waits).
     idle_cycle_interval: float = IDLE_CYCLE_INTERVAL
     # Extra reflector settings, for tests (a short watch timeout exercises resumption).
@@ -252,7 +254,12 @@ class LiveScheduler:
             admission=admission,
             profiles=dict(self.options.profiles),
             # kube-scheduler's backoff and unschedulable safety net (`_next_timeout` honours them).
-            policy=EnginePolicy(queues=admission is not None, queueing=QueueingConfig()),
+            policy=EnginePolicy(
+                queues=admission is not None,
+                queueing=QueueingConfig(
+                    initial_backoff=self.options.backoff[0], max_backoff=self.options.backoff[1]
+                ),
+            ),
             topologies=topologies,
         )
 
@@ -403,7 +410,8 @@ class LiveScheduler:
         info = state.pods.get(result.pod)
         if info is not None:
             self.status.waiting(info.pod, result.reason)
-        self.cache.hold(result.pod, time.time())
+        initial, maximum = self.options.backoff
+        self.cache.hold(result.pod, time.time(), initial=initial, maximum=maximum)
         self._cycle_needed = True
         self._wake.set()
 

@@ -20,7 +20,8 @@ What allot does with each point:
 * `postFilter`: DefaultPreemption on or off (with its args); DynamicResources there is
   accepted (allot's preemption already deallocates victims' claims).
 * `reserve`, `preBind`: VolumeBinding and DynamicResources keep what their filter found;
-  they go with their filter (both or neither).
+  they go with their filter (both or neither), except that DynamicResources may be
+  disabled at `filter` alone, where allot's GpuPlacement takes its place and its claims.
 * `queueSort` must be PrioritySort and `bind` DefaultBinder (what allot does); `preEnqueue`
   must keep SchedulingGates (allot always honours gates); `permit`, `postBind`,
   `placementGenerate` and `placementScore` take no plugin allot has.
@@ -408,8 +409,10 @@ def _check_points(
         (SCORE, PRE_SCORE, lambda name: True),
         (FILTER, RESERVE, lambda name: name in ("VolumeBinding", "DynamicResources")),
         (FILTER, PRE_BIND, lambda name: name in ("VolumeBinding", "DynamicResources")),
-        (RESERVE, FILTER, lambda name: True),
-        (PRE_BIND, FILTER, lambda name: True),
+        # DynamicResources' filter may be replaced by allot's GpuPlacement, which then allocates
+        # and keeps the claims: its reserve and preBind entries are harmless without it.
+        (RESERVE, FILTER, lambda name: name != "DynamicResources"),
+        (PRE_BIND, FILTER, lambda name: name != "DynamicResources"),
     ]
     for point, needed, applies in pairs:
         for name in points[point]:

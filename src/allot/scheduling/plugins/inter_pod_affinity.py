@@ -39,7 +39,7 @@ import msgspec
 import numpy as np
 
 from allot.cluster.events import NODE_EVENTS, POD_EVENTS
-from allot.cluster.pod_index import Condition, Matcher, TermKind
+from allot.cluster.pod_index import Condition, Matcher, TermKind, selector_label_keys
 from allot.cluster.state import ClusterState, PodInfo
 from allot.model.core import PodAffinity, PodAffinityTerm
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
@@ -100,8 +100,21 @@ class InterPodAffinity:
         return cls(hard_pod_affinity_weight=weight, ignore_preferred_terms_of_existing_pods=ignore)
 
     def equivalence_key(self, state: ClusterState, info: PodInfo) -> str:
-        # Bound pods' terms select the incoming pod by its labels.
-        return msgspec.json.encode(sorted(info.pod.metadata.labels.items())).decode()
+        # Feasibility reads the pod's labels twice: bound pods' required anti-affinity terms
+        # select it by them, and its own required affinity terms may select itself. Labels no
+        # such selector reads cannot tell two pods apart (job names, pod hashes).
+        pod = info.pod
+        keys = set(state.pod_index.anti_affinity_keys())
+        affinity = pod.spec.affinity
+        if affinity is not None:
+            for term in _required(affinity.pod_affinity):
+                keys |= selector_label_keys(term.label_selector)
+        labels = pod.metadata.labels
+        read = sorted((k, labels[k]) for k in keys if k in labels)
+        return msgspec.json.encode(read).decode()
+
+    def equivalence_version(self, state: ClusterState) -> object:
+        return state.pod_index.anti_version
 
     # -- filter ------------------------------------------------------------------------------
 
@@ -178,7 +191,7 @@ class InterPodAffinity:
         labels = state.namespace_labels(pod.namespace)
         table = state.nodes
         allowed: BoolArray | None = None
-        for term, carriers in state.pod_index.terms(TermKind.REQUIRED_ANTI_AFFINITY):
+        for term, carriers in state.pod_index.terms(TermKind.REQUIRED_ANTI_AFFINITY, pod):
             if not term.matches(pod, labels):
                 continue
             sums = domain_sums(table, term.topology_key, carriers)
@@ -236,7 +249,7 @@ class InterPodAffinity:
         if self.hard_pod_affinity_weight > 0:
             existing.insert(0, (TermKind.REQUIRED_AFFINITY, self.hard_pod_affinity_weight))
         for kind, factor in existing:
-            for term, carriers in index.terms(kind):
+            for term, carriers in index.terms(kind, pod):
                 if term.matches(pod, labels):
                     add(term.topology_key, carriers, factor)
         if not by_key:

@@ -59,6 +59,12 @@ def _required_matches(spec: PodSpec, required: NodeSelector | None, info: NodeIn
         return False
 
 
+def node_affinity_signature(spec: PodSpec) -> bytes:
+    """What node affinity reads of a pod: its nodeSelector and node affinity (not its pod affinity)."""
+    affinity = spec.affinity.node_affinity if spec.affinity is not None else None
+    return msgspec.json.encode((sorted(spec.node_selector.items()), affinity))
+
+
 def required_node_affinity(table: NodeTable, spec: PodSpec) -> BoolArray:
     """Nodes matching the pod's nodeSelector and required node affinity (kube-scheduler's
     RequiredNodeAffinity, which PodTopologySpread's nodeAffinityPolicy also uses)."""
@@ -140,7 +146,7 @@ class NodeAffinity:
     def _for(self, cycle: Cycle) -> tuple[BoolArray, IntArray]:
         spec = cycle.pod.pod.spec
         table = cycle.state.nodes
-        signature = msgspec.json.encode((sorted(spec.node_selector.items()), spec.affinity))
+        signature = node_affinity_signature(spec)
         key = (table, signature)
         cached = self._cache.get(key)
         if cached is not None:

@@ -36,7 +36,7 @@ import msgspec
 import numpy as np
 
 from allot.cluster.events import NODE_EVENTS, POD_EVENTS, ClusterEventKind
-from allot.cluster.pod_index import Matcher
+from allot.cluster.pod_index import Matcher, selector_label_keys
 from allot.cluster.selectors import label_selector_matches
 from allot.cluster.state import ClusterState, PodInfo
 from allot.model.base import LabelSelector
@@ -44,7 +44,7 @@ from allot.model.codec import decode
 from allot.model.core import Pod, TopologySpreadConstraint
 from allot.scheduling.default_spread import HOSTNAME, SYSTEM_DEFAULTS, default_selector
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
-from allot.scheduling.plugins.node_affinity import required_node_affinity
+from allot.scheduling.plugins.node_affinity import node_affinity_signature, required_node_affinity
 from allot.scheduling.plugins.taint_toleration import tolerates
 from allot.scheduling.status import Code
 
@@ -157,7 +157,18 @@ class PodTopologySpread:
         return cls(defaults=constraints, system_defaulted=defaulting == SYSTEM)
 
     def equivalence_key(self, state: ClusterState, info: PodInfo) -> str:
+        # Feasibility reads the pod's labels only through DoNotSchedule constraints: its own
+        # (whose selectors may match itself), or default ones, found by its labels and owners.
         meta = info.pod.metadata
+        own = info.pod.spec.topology_spread_constraints
+        if own:
+            keys: set[str] = set()
+            for c in own:
+                if c.when_unsatisfiable == DO_NOT_SCHEDULE:
+                    keys |= selector_label_keys(c.label_selector)
+            return msgspec.json.encode(sorted((k, meta.labels[k]) for k in keys if k in meta.labels)).decode()
+        if not self.hard_defaults:
+            return ""
         owners = sorted((r.api_version, r.kind, r.name, bool(r.controller)) for r in meta.owner_references)
         return msgspec.json.encode((sorted(meta.labels.items()), owners)).decode()
 
@@ -193,7 +204,7 @@ class PodTopologySpread:
         included = np.ones(table.size, dtype=np.bool_)
         if constraint.honor_affinity:
             spec = cycle.pod.pod.spec
-            key = (table, msgspec.json.encode((sorted(spec.node_selector.items()), spec.affinity)))
+            key = (table, node_affinity_signature(spec))
             mask = self._affinity_cache.get(key)
             if mask is None:
                 if len(self._affinity_cache) > 1024:

@@ -11,7 +11,7 @@ from allot.scheduling.plugins.inter_pod_affinity import (
     ANTI_AFFINITY_REASON,
     EXISTING_ANTI_AFFINITY_REASON,
 )
-from allot.scheduling.scheduler import Placement, Unschedulable
+from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
 from scheduling.manifests import add, cluster, feasible, place, pod_doc, scores, zoned
 
 HOST = "kubernetes.io/hostname"
@@ -53,6 +53,25 @@ def test_an_existing_pods_anti_affinity_rejects_the_incoming_pod() -> None:
     assert feasible(state, web) == {"a1", "a2"}
     other = add(state, pod_doc("cache", labels={"app": "cache"}))
     assert feasible(state, other) == {"a1", "a2", "b1"}
+
+
+def test_pods_differing_only_in_labels_no_term_reads_share_a_class() -> None:
+    state = cluster(NODES)
+    scheduler = Scheduler(state)
+    web_1 = add(state, pod_doc("web-1", labels={"app": "web", "job": "1"}))
+    web_2 = add(state, pod_doc("web-2", labels={"app": "web", "job": "2"}))
+    db = add(state, pod_doc("db", labels={"app": "db", "job": "3"}))
+    # No term reads a label: one class.
+    assert scheduler.equivalence_class(web_1) == scheduler.equivalence_class(db)
+    guard = add(
+        state, pod_doc("guard", labels={"app": "x"}, **required("podAntiAffinity", term("web", ZONE)))
+    )
+    state.bind(guard, "b1", {})
+    # The guard's term reads `app`: web pods are rejected where db is not.
+    assert scheduler.equivalence_class(web_1) == scheduler.equivalence_class(web_2)
+    assert scheduler.equivalence_class(web_1) != scheduler.equivalence_class(db)
+    state.unbind(guard)
+    assert scheduler.equivalence_class(web_1) == scheduler.equivalence_class(db)
 
 
 def test_each_node_reports_the_first_rule_it_fails() -> None:

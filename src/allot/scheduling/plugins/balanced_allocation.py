@@ -35,16 +35,22 @@ def _cpu_memory(
     allocatable: Mapping[str, IntArray], requested: Mapping[str, IntArray], nodes: IntArray, wanted: list[int]
 ) -> FloatArray:
     """The default resources (cpu, memory) on every node at once, with and without the pod."""
-    capacity = np.stack((allocatable[CPU][nodes], allocatable[MEMORY][nodes]))
-    used = np.stack((requested[CPU][nodes], requested[MEMORY][nodes]))
-    counted = capacity > 0
-    safe = np.where(counted, capacity, 1)
-    # [with the pod, without it] x [cpu, memory] x nodes.
-    adding = np.array([[[wanted[0]], [wanted[1]]], [[0], [0]]], dtype=np.float64)
-    fractions = np.minimum((used + adding) / safe, 1.0)
-    deviation = np.abs((fractions[:, 0] - fractions[:, 1]) / 2)
-    balance = np.floor((1.0 - np.where(counted[0] & counted[1], deviation, 0.0)) * 100)
-    result: FloatArray = 50 + np.trunc((50 + balance[0] - balance[1]) / 2)
+    cpu, memory = allocatable[CPU][nodes], allocatable[MEMORY][nodes]
+    used_cpu, used_memory = requested[CPU][nodes], requested[MEMORY][nodes]
+    both = (cpu > 0) & (memory > 0)
+    # Where a node lacks either, the deviation is 0 whatever the fractions: divide by 1 there.
+    cpu = np.where(both, cpu, 1)
+    memory = np.where(both, memory, 1)
+    before = np.abs(np.minimum(used_cpu / cpu, 1.0) - np.minimum(used_memory / memory, 1.0))
+    after = np.abs(
+        np.minimum((used_cpu + wanted[0]) / cpu, 1.0) - np.minimum((used_memory + wanted[1]) / memory, 1.0)
+    )
+    before[~both] = 0.0
+    after[~both] = 0.0
+    # Balance (1 - |difference| / 2) x 100, truncated, with the pod and without it.
+    balance_after = np.floor((1.0 - after / 2) * 100)
+    balance_before = np.floor((1.0 - before / 2) * 100)
+    result: FloatArray = 50 + np.trunc((50 + balance_after - balance_before) / 2)
     return result
 
 

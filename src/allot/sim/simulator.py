@@ -166,6 +166,8 @@ class Simulation:
         self._jobs = {job.key: job for job in workload.jobs}
         self._workload_pods: dict[str, set[str]] = {}
         self._counters = _Counters()
+        # Called with each cycle's result and time once it is applied (the dashboard's frames).
+        self.observers: list[Callable[[CycleResult, float], None]] = []
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -231,6 +233,8 @@ class Simulation:
             result = self.engine.cycle(now)
             self._counters.cycles += 1
             self._apply(result, now)
+            for observe in self.observers:
+                observe(result, now)
             if self.options.check_invariants:
                 problems = check(self.state)
                 if problems:

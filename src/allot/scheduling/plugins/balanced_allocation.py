@@ -1,13 +1,13 @@
 """NodeResourcesBalancedAllocation: prefer nodes whose resource use stays in proportion.
 
-As kube-scheduler v1.36 (checked against its binary): a node's balance is (1 − standard
+As kube-scheduler v1.36 (kubernetes #135573; checked against its binary): a node's balance is (1 − standard
 deviation of its resources' fractions) × 100, truncated, where each resource of the list
 (cpu and memory by default) that the node has gives requested / allocatable (at most 1),
 with actual requests (no non-zero defaults); with two resources the deviation is half their
 difference, with one it is 0. The score rewards what the pod does to the balance: 50 +
 (50 + balance with the pod − balance without it) / 2, integer arithmetic. An extended
 resource the pod does not ask for takes no part. A pod that requests none of the resources
-(best effort) is not scored by this plugin (0 everywhere), so such pods do not all pile onto
+(best effort) is not scored by this plugin (0 everywhere; kubernetes #129138), so such pods do not all pile onto
 the same node.
 
 Args (NodeResourcesBalancedAllocationArgs): `resources`, a list of {name, weight} (names

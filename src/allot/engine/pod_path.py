@@ -31,6 +31,7 @@ from allot.scheduling.diagnosis import Diagnosis
 from allot.scheduling.framework import BoolArray
 from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gang_key, gangs, place_gang
 from allot.scheduling.hints import ANYWHERE, Hints
+from allot.scheduling.plugins.resources_fit import dra_backed_resources
 from allot.scheduling.preemption import Preemptor, post_filter_message
 from allot.scheduling.scheduler import Outcome, Placement, Scheduler
 from allot.scheduling.topology.tas import place_gang_in_topology, topology_request
@@ -438,16 +439,19 @@ class PodPath:
         if isinstance(outcome, Placement):
             return outcome, []
         profile = self.scheduler.profile_of(pod_key)
-        claims = profile is not None and profile.claims_post_filter
+        dra = profile is not None and profile.claims_post_filter
+        has_claims = dra and _has_claims(self.state, self.state.pods[pod_key])
         if not self.policy.preemption or not self.scheduler.runs_preemption(pod_key):
-            if not claims:
+            if not dra:
                 return outcome, []
-            diagnosis = dataclasses.replace(outcome.diagnosis, preemption=post_filter_message(claims, ""))
+            diagnosis = dataclasses.replace(
+                outcome.diagnosis, preemption=post_filter_message(dra, has_claims, "")
+            )
             return dataclasses.replace(outcome, diagnosis=diagnosis), []
         attempt = self.preemptor.attempt(pod_key, outcome)
         choice = attempt.candidate
         if choice is None:
-            message = post_filter_message(claims, attempt.message)
+            message = post_filter_message(dra, has_claims, attempt.message)
             diagnosis = dataclasses.replace(outcome.diagnosis, preemption=message)
             return dataclasses.replace(outcome, diagnosis=diagnosis), []
         evicted: list[Evicted] = []
@@ -459,3 +463,9 @@ class PodPath:
                 tx.commit()
                 return dataclasses.replace(retry, victims=tuple((e.pod, e.reason) for e in evicted)), evicted
         return outcome, []
+
+
+def _has_claims(state: ClusterState, info: PodInfo) -> bool:
+    """Whether DynamicResources holds claims for the pod: its own, or one for the extended
+    resources it asks for that a DeviceClass serves."""
+    return bool(info.claims) or not dra_backed_resources(state).isdisjoint(info.requests)

@@ -50,8 +50,10 @@ from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
 from allot.scheduling.status import Code, Status
 
 PREEMPTION = "preemption"
-# What DynamicResources' post-filter says when it has no claim to free (it runs before preemption).
+# What DynamicResources' post-filter says (it runs before preemption) when the pod has no claim, and
+# when it has some but none to deallocate.
 NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
+STILL_NOT_SCHEDULABLE = "still not schedulable"
 # kube-scheduler's words for nodes where preemption cannot help, and nodes with nothing to preempt.
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -268,12 +270,14 @@ class Preemptor:
         return Attempt(None, _summary(diagnosis.total_nodes, reasons))
 
 
-def post_filter_message(claims: bool, preemption: str) -> str:
-    """kube-scheduler's post-filter account: DynamicResources' (when it runs there) and then
-    preemption's (when it ran), joined as its framework joins post-filter reasons."""
-    if not claims:
+def post_filter_message(dra: bool, has_claims: bool, preemption: str) -> str:
+    """kube-scheduler's post-filter account: DynamicResources' (when its post-filter runs: `dra`)
+    and then preemption's (when it ran), joined as its framework joins post-filter reasons.
+    `has_claims`: the pod has claims (its own, or one for extended resources served by DRA)."""
+    if not dra:
         return preemption
-    return f"{NO_CLAIMS_TO_DEALLOCATE}, {preemption}" if preemption else f"{NO_CLAIMS_TO_DEALLOCATE}."
+    note = STILL_NOT_SCHEDULABLE if has_claims else NO_CLAIMS_TO_DEALLOCATE
+    return f"{note}, {preemption}" if preemption else f"{note}."
 
 
 def _summary(total: int, reasons: Mapping[int, tuple[str, ...]]) -> str:

@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from allot.cluster.events import NODE_EVENTS, ClusterEventKind
-from allot.cluster.nodes import AMOUNT_CAP, saturate
+from allot.cluster.nodes import AMOUNT_CAP, NodeTable, saturate
 from allot.cluster.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from allot.cluster.state import ClusterState
 from allot.model.validate_core import is_native_resource
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
 from allot.scheduling.plugin_args import ArgumentError
@@ -51,10 +52,11 @@ def insufficient(resource: str) -> str:
     return "Too many pods" if resource == PODS else f"Insufficient {resource}"
 
 
-def dra_backed_resources(cycle: Cycle) -> set[str]:
-    names = {IMPLICIT_CLASS_RESOURCE_PREFIX + name for name in cycle.state.classes}
+def dra_backed_resources(state: ClusterState) -> set[str]:
+    """The extended resource names DeviceClasses serve through DRA (their own and the implicit ones)."""
+    names = {IMPLICIT_CLASS_RESOURCE_PREFIX + name for name in state.classes}
     names.update(
-        c.spec.extended_resource_name for c in cycle.state.classes.values() if c.spec.extended_resource_name
+        c.spec.extended_resource_name for c in state.classes.values() if c.spec.extended_resource_name
     )
     return names
 
@@ -143,6 +145,16 @@ def from_args(args: Mapping[str, Any]) -> NodeResourcesFit:
     )
 
 
+def _exceeds_allocatable(table: NodeTable, resource: str, need: int) -> BoolArray:
+    """Nodes whose whole allocatable amount of `resource` is less than `need` (exact amounts)."""
+    if resource not in table.allocatable:
+        return np.ones(table.size, dtype=np.bool_)
+    if need > AMOUNT_CAP or table.saturated(resource):
+        return np.array([info.allocatable.get(resource, 0) < need for info in table.infos], dtype=np.bool_)
+    result: BoolArray = table.allocatable[resource] < need
+    return result
+
+
 class NodeResourcesFit:
     name = NAME
     # Room appears when a pod leaves or a node grows (or comes back).
@@ -195,13 +207,23 @@ class NodeResourcesFit:
                     short[index] = table.free_exact(resource, int(index)) < need
             if resource not in (CPU, MEMORY, PODS):
                 if backed is None:
-                    backed = dra_backed_resources(cycle)
+                    backed = dra_backed_resources(cycle.state)
                 if resource in backed and resource in table.allocatable:
                     short &= table.allocatable[resource] > 0
                 elif resource in backed:
                     continue
-            if short.any():
-                rejections.append(Rejection(insufficient(resource), short, Code.UNSCHEDULABLE))
+            if not short.any():
+                continue
+            # Where the pod asks for more than the node has at all, no preemption can make room:
+            # kube-scheduler marks such a node unresolvable (its preemption skips it). "Too many
+            # pods" stays resolvable there too.
+            beyond = short & _exceeds_allocatable(table, resource, need) if resource != PODS else None
+            if beyond is not None and beyond.any():
+                rejections.append(Rejection(insufficient(resource), beyond, Code.UNRESOLVABLE))
+                short &= ~beyond
+                if not short.any():
+                    continue
+            rejections.append(Rejection(insufficient(resource), short, Code.UNSCHEDULABLE))
         return rejections
 
     def score(self, cycle: Cycle, nodes: IntArray) -> FloatArray:

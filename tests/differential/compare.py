@@ -149,6 +149,13 @@ def reason_parts(message: str) -> tuple[str, ...] | None:
     return tuple(sorted(part.strip() for part in match.group(2).split(", ")))
 
 
+def post_filter_part(message: str) -> str:
+    """What follows the per-node reasons: the post-filter plugins' account (DynamicResources', then
+    preemption's), empty when there is none."""
+    match = _NODES.match(message)
+    return message[match.end() :].strip() if match is not None else ""
+
+
 @dataclass
 class StepReport:
     pod: str
@@ -184,10 +191,16 @@ class StepReport:
 
     @property
     def reasons_agree(self) -> bool | None:
-        """Whether both gave the same per-node reasons (None unless both left the pod pending)."""
+        """Whether both gave the same per-node reasons and the same post-filter account (None unless
+        both left the pod pending). Where some node could not allocate the claims, allot's device
+        preemption tries it (an intended difference), so only the per-node reasons are compared."""
         if self.kube_node is not None or self.allot_node is not None:
             return None
-        return reason_parts(self.kube_message) == reason_parts(self.allot_reason)
+        if reason_parts(self.kube_message) != reason_parts(self.allot_reason):
+            return False
+        if CANNOT_ALLOCATE in self.kube_message:
+            return True
+        return post_filter_part(self.kube_message) == post_filter_part(self.allot_reason)
 
 
 @dataclass

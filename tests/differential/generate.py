@@ -13,8 +13,8 @@ cluster so that some pods compete and some are left pending.
 Every object is valid for the API server of ../shared/k8s (v1.36 with DRA's gates on): the live
 test creates them there. Pending pods are created in order of priority (highest first, then
 as drawn), so kube-scheduler's queue order (creation order, one pod at a time) is the order in
-which allot takes them (priority, then creation). Groups for the features allot does not handle
-yet (features.GATED) are built so that ignoring the feature changes the outcome: a group with
+which allot takes them (priority, then creation). Groups for pod affinity, anti-affinity, spread
+and host ports (features.POD_GROUPS) are built so that ignoring the feature changes the outcome: a group with
 required anti-affinity has more pods than nodes it may use, and so on (docs/differential.md).
 
 Command line (writes the objects of one scenario as YAML):
@@ -607,7 +607,7 @@ class _Generator:
         self._priority(pod, running)
         return pod
 
-    # -- groups for features allot does not handle yet -------------------------------------
+    # -- groups that pod affinity, anti-affinity, spread and host ports decide -------------
 
     def _group_label(self, pod: Obj, value: str) -> None:
         pod["metadata"]["labels"] = {"app": value}

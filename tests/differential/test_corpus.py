@@ -5,8 +5,8 @@ kube-scheduler v1.36) is planned step by step from kube-scheduler's own states a
 (docs/differential.md): every pod must be placed or left pending as kube-scheduler did, every
 placement allot makes must pass the independent checker, and a whole run may differ only where
 the difference is explained. Cases using a feature allot does not implement yet
-(features.GATED) are expected to fail, strictly: once the plugin lands, take the feature out of
-GATED and they become real checks. No binaries needed.
+(features.GATED, empty today) are expected to fail, strictly: once the plugin lands, take the
+feature out of GATED and they become real checks. No binaries needed.
 """
 
 from __future__ import annotations

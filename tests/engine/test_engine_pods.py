@@ -8,7 +8,7 @@ from allot.cluster.state import ClusterState
 from allot.engine.decisions import Bound, Evicted
 from allot.engine.engine import Engine, EnginePolicy
 from allot.model.core import PodSchedulingGate, Taint
-from builders import node, pod
+from builders import GPU_DRIVER, claim, claim_spec, device_class, gpu_slice, node, pod
 
 from .counting import calls, tried_pods
 
@@ -99,24 +99,51 @@ def _reason(state: ClusterState, pod_key: str) -> str:
 
 
 def test_waiting_reason_carries_kube_schedulers_preemption_account() -> None:
+    # "small" has less cpu than the pod asks for at all and "tainted" a taint it does not
+    # tolerate: preemption cannot help there (kube-scheduler's unresolvable). On "busy" it could,
+    # but the pod there has the same priority.
     taint = Taint(key="node-role.kubernetes.io/control-plane", effect="NoSchedule")
     state = ClusterState(
-        nodes=[node("small", cpu="2"), node("tainted", cpu="8", taints=[taint])],
-        pods=[pod("big", cpu="4")],
+        nodes=[node("small", cpu="2"), node("busy", cpu="8"), node("tainted", cpu="8", taints=[taint])],
+        pods=[pod("peer", cpu="6", node_name="busy"), pod("big", cpu="4")],
     )
     assert _reason(state, "default/big") == (
-        "0/2 nodes are available: 1 Insufficient cpu, "
-        "1 node(s) had untolerated taint(s). "
-        "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
-        "1 Preemption is not helpful for scheduling."
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
+        "2 Insufficient cpu. "
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
+        "2 Preemption is not helpful for scheduling."
     )
+
+
+def test_a_pod_whose_claims_fit_nowhere_says_its_claims_are_still_not_schedulable() -> None:
+    # DynamicResources' post-filter speaks first: a pod with claims (its own, or one for an
+    # extended resource a DeviceClass serves) is "still not schedulable"; one without has "no new
+    # claims to deallocate".
+    state = ClusterState(
+        nodes=[node("n1", cpu="4")],
+        pods=[pod("p", claim_names={"gpus": "two"}), pod("q", extended={"example.com/gpu": "2"})],
+        claims=[claim("two", claim_spec(("gpu", GPU_DRIVER, 2)))],
+        classes=[device_class(), device_class("ext", extended_resource="example.com/gpu")],
+        slices=[gpu_slice("n1", 1)],
+    )
+    result = Engine(state).cycle()
+    reasons = {d.pod: d.reason for d in result.waiting}
+    assert reasons["default/p"] == (
+        "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
+    assert "still not schedulable, preemption:" in reasons["default/q"]
 
 
 def test_preemption_that_would_not_help_reports_the_filters_reason() -> None:
-    # Removing the low-priority pod frees 1 of the 4 CPUs the pod asks for on a 2-CPU node.
+    # Removing the low-priority pod frees 1 of the 4 CPUs the pod asks for (the other pod outranks it).
     state = ClusterState(
-        nodes=[node("n1", cpu="2")],
-        pods=[pod("low", cpu="1", priority=1, node_name="n1"), pod("big", cpu="4", priority=9)],
+        nodes=[node("n1", cpu="4")],
+        pods=[
+            pod("low", cpu="1", priority=1, node_name="n1"),
+            pod("high", cpu="2", priority=10, node_name="n1"),
+            pod("big", cpu="4", priority=9),
+        ],
     )
     assert _reason(state, "default/big").endswith(" preemption: 0/1 nodes are available: 1 Insufficient cpu.")
 
@@ -130,7 +157,8 @@ def test_pods_that_never_preempt_say_so() -> None:
         ],
     )
     assert _reason(state, "default/p") == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
     )
 
 

@@ -383,3 +383,36 @@ def pending_that_fit(plane: ControlPlane, path: Path, scheduler: str = "allot") 
 
     result = plan(load_paths([dump_cluster(plane, path)]), scheduler_name=scheduler)
     return sorted(b.pod for b in result.bound)
+
+
+def storage(plane: ControlPlane, node: str) -> None:
+    """Two classes waiting for the first consumer (a local volume on `node`, and dynamic
+    provisioning) and a claim of each, `data` and `scratch`."""
+    objects = [
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"},
+         "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "dyn"},
+         "provisioner": "csi.example.com", "volumeBindingMode": "WaitForFirstConsumer"},
+        {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "local-pv"},
+         "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                  "local": {"path": "/mnt/disk"},
+                  "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                      {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "default"},
+         "spec": {"storageClassName": "local", "accessModes": ["ReadWriteOnce"],
+                  "resources": {"requests": {"storage": "5Gi"}}}},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "scratch", "namespace": "default"},
+         "spec": {"storageClassName": "dyn", "accessModes": ["ReadWriteOnce"],
+                  "resources": {"requests": {"storage": "1Gi"}}}},
+    ]  # fmt: skip
+    for obj in objects:
+        plane.apply(json.dumps(obj))
+
+
+def volumes_spec() -> dict[str, object]:
+    return {
+        "volumes": [
+            {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+            {"name": "scratch", "persistentVolumeClaim": {"claimName": "scratch"}},
+        ]
+    }

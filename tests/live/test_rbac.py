@@ -22,6 +22,8 @@ from live.cluster import (
     pod_manifest,
     pods,
     priority_class,
+    storage,
+    volumes_spec,
 )
 from live.kueue_crds import manifests as kueue_crds
 
@@ -127,6 +129,9 @@ def test_the_deployed_role_grants_exactly_what_allot_run_uses(plane: ControlPlan
         eventually(lambda: pods(plane)["second"].get("status", {}).get("conditions"), what="second waits")
         plane.apply(pod_manifest("urgent", template="one-gpu", priority_class="high"))  # preempts first
         eventually(lambda: bound_nodes(plane).get("urgent"), what="urgent bound")
+        storage(plane, "rbac-1")  # a volume claim bound, one sent to provisioning
+        plane.apply(pod_manifest("volumes", cpu="100m", extra_spec=volumes_spec()))
+        eventually(lambda: bound_nodes(plane).get("volumes"), what="volumes bound")
         assert allot.alive(), allot.output()[-3000:]
     used, denied = _used(plane.audit_log)  # type: ignore[attr-defined]
     assert denied == []

@@ -47,11 +47,11 @@ def test_kind_list_items_are_located_by_index() -> None:
 
 def test_unknown_kinds_are_skipped_and_reported() -> None:
     manifests = load_text(
-        KIND_LIST + "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: api\n", "all.yaml"
+        KIND_LIST + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: api\n", "all.yaml"
     )
     assert [(s.api_version, s.kind, s.location.item, s.location.document) for s in manifests.skipped] == [
         ("apps/v1", "Deployment", 1, 1),
-        ("v1", "Service", None, 2),
+        ("v1", "ConfigMap", None, 2),
     ]
     assert manifests.skipped[0].location.name == "web"
 

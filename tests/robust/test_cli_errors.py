@@ -73,17 +73,29 @@ def test_a_run_past_a_limit_is_refused_and_names_the_flag(scenario: Path) -> Non
         (
             "NodeResourcesFit",
             {"scoringStrategy": {"resources": [{"name": "cpu", "weight": "x"}]}},
-            "invalid literal",
+            "scoringStrategy.resources[0].weight: Invalid value: 'x'",
         ),
         (
             "NodeResourcesFit",
             {"scoringStrategy": {"resources": [{"name": "cpu", "weight": 1e999}]}},
-            "infinity",
+            "scoringStrategy.resources[0].weight: Invalid value: inf",
         ),
-        ("NodeResourcesFit", {"scoringStrategy": {"resources": [{"weight": 3}]}}, "missing 'name'"),
-        ("NodeResourcesFit", {"scoringStrategy": {"resources": [{"name": "cpu", "weight": 500}]}}, "1-100"),
-        ("NodeResourcesFit", {"scoringStrategy": "MostAllocated"}, "args:"),
-        ("NodeResourcesFit", {"scoringStrategy": {"type": "Nope"}}, "unsupported scoring strategy 'Nope'"),
+        (
+            "NodeResourcesFit",
+            {"scoringStrategy": {"resources": [{"weight": 3}]}},
+            "scoringStrategy.resources[0]: expected",
+        ),
+        (
+            "NodeResourcesFit",
+            {"scoringStrategy": {"resources": [{"name": "cpu", "weight": 500}]}},
+            "not in valid range (0, 100]",
+        ),
+        ("NodeResourcesFit", {"scoringStrategy": "MostAllocated"}, "scoringStrategy: expected"),
+        (
+            "NodeResourcesFit",
+            {"scoringStrategy": {"type": "Nope"}},
+            "scoringStrategy.type: Unsupported value: 'Nope'",
+        ),
         ("DynamicResources", {"stepBudget": -1}, "stepBudget: expected a positive integer"),
         ("GpuPlacement", {"tieBreak": "weird"}, "tieBreak"),
     ],
@@ -104,7 +116,7 @@ def test_a_bad_plugin_argument_is_bad_input_naming_the_plugin(
     result = _run("place", str(EXAMPLES / "cluster"), "--config", str(config))
     assert result.exit_code == 1, result.output
     (first, count) = result.stderr.splitlines()
-    assert first.startswith(f"error: {config}: profile 's': pluginConfig {plugin} args: ")
+    assert first.startswith(f"error: {config}: profiles[0].pluginConfig[0].args: ")
     assert message in first and count == "1 error(s); nothing was planned"
 
 

@@ -21,14 +21,16 @@ NODES = [f"n{i:02d}" for i in range(10)]
 
 
 def gpu_cluster(pods: int) -> ClusterState:
-    """Ten equal nodes of 8 GPUs and 64 CPUs; pods asking one GPU and 100m CPU, which scores
-    cannot tell apart: NodeResourcesFit's integer score stays at 99 for many such pods."""
+    """Ten equal nodes of 8 GPUs, 64 CPUs and 64000Mi; pods asking one GPU, 100m CPU and 100Mi,
+    which scores cannot tell apart: NodeResourcesFit's integer score stays at 99 for many such
+    pods, and their CPU and memory keep each node's use exactly in proportion, so
+    BalancedAllocation's (which rewards what a pod does to the balance) does not move."""
     return ClusterState(
-        nodes=[node(n, cpu="64", memory="256Gi") for n in NODES],
+        nodes=[node(n, cpu="64", memory="64000Mi") for n in NODES],
         slices=[gpu_slice(n, 8) for n in NODES],
         classes=[device_class()],
         templates=[claim_template("one-gpu", claim_spec(("gpu", "gpu.example.com", 1)))],
-        pods=[pod(f"small-{i}", cpu="100m", claims={"gpu": "one-gpu"}) for i in range(pods)],
+        pods=[pod(f"small-{i}", cpu="100m", memory="100Mi", claims={"gpu": "one-gpu"}) for i in range(pods)],
     )
 
 

@@ -13,8 +13,8 @@ from allot.cluster.state import ClusterState
 from allot.engine.engine import Engine, EnginePolicy
 from allot.model.base import ObjectMeta
 from allot.model.core import Namespace
-from allot.scheduling.profile import DEFAULT_FILTERS, Profile, profiles_from_config
-from allot.scheduling.registry import known_plugins
+from allot.scheduling.profile import DEFAULT_FILTERS, Profile
+from allot.scheduling.profile_config import checked_profiles
 from allot.scheduling.scheduler import Outcome, Placement, Scheduler
 from allot.scheduling.sharing.domains import parse_trust_domain
 from fuzzing import examples
@@ -127,7 +127,7 @@ def test_isolation_holds_next_to_plain_dynamic_resources() -> None:
     # DynamicResources does not read the exclusion; GpuIsolation's reserve check still refuses
     # an allocation on another domain's GPU (the pod then waits rather than sharing).
     profile = Profile(percentage_of_nodes_to_score=100)
-    assert DEFAULT_FILTERS[-2:] == ("DynamicResources", "GpuIsolation")
+    assert DEFAULT_FILTERS.index("DynamicResources") < DEFAULT_FILTERS.index("GpuIsolation")
     state = hami_cluster({"n1": 2})
     sched = scheduler(state, profile)
     sched.schedule(state.add_pod(hami_pod("a1", cores=30, memory_mib=1000, namespace="a")).key)
@@ -232,7 +232,7 @@ def default_scheduler(state: ClusterState, config: str | None = None) -> Schedul
     """kube-scheduler's default profile (DynamicResources, no GpuPlacement), or one read from YAML."""
     if config is None:
         return Scheduler(state)
-    return Scheduler(state, profiles_from_config(yaml.safe_load(config), known_plugins=known_plugins()))
+    return Scheduler(state, checked_profiles(yaml.safe_load(config), source="<test>"))
 
 
 def test_the_default_profile_keeps_namespaces_apart_on_shared_gpus() -> None:

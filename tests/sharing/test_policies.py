@@ -190,8 +190,7 @@ def test_scarcity_weighs_classes_by_the_share_of_gpus_they_can_use() -> None:
 def test_profiles_from_scheduler_configuration_yaml() -> None:
     import yaml
 
-    from allot.scheduling.profile import profiles_from_config
-    from allot.scheduling.registry import known_plugins
+    from allot.scheduling.profile_config import checked_profiles
 
     text = """
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -209,7 +208,7 @@ profiles:
   - name: GpuIsolation
     args: {trustDomain: "label:example.com/tenant"}
 """
-    profiles = profiles_from_config(yaml.safe_load(text), known_plugins=known_plugins())
+    profiles = checked_profiles(yaml.safe_load(text), source="<test>")
     profile = profiles["shared-gpus"]
     assert "DynamicResources" not in profile.filters
     assert {"GpuPlacement", "GpuIsolation"} <= set(profile.filters)

@@ -9,17 +9,25 @@ come out different or at another time here.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from allot.cli.simulate_cmd import builtin_scenario
+from allot.model.base import LabelSelector
+from allot.model.core import Affinity, PodAffinity, PodAffinityTerm, TopologySpreadConstraint
 from allot.sim.metrics import summarize
 from allot.sim.records import SimResult
 from allot.sim.scenario.build import Prepared, prepare
 from allot.sim.simulator import SimOptions, Simulation
+from allot.sim.workload import TENANT_LABEL
 
 from .cases import prepared
+
+HOSTNAME = "kubernetes.io/hostname"
 
 
 def simulate(p: Prepared, policy: int, *, hints: bool) -> SimResult:
@@ -132,3 +140,39 @@ def test_random_small_traces(
 ) -> None:
     text = scenario_text(gpu_nodes, gpus, tenants, jobs, failure)
     assert_same(prepared(text, policies=["fifo-priority", "fair"]))
+
+
+def with_pod_constraints(p: Prepared) -> Prepared:
+    """The same trace with pods kept apart by their tenant: every other shape's pods by required
+    anti-affinity per node, the rest by a DoNotSchedule spread over nodes (max skew 1)."""
+    shapes = {}
+    for i, (name, shape) in enumerate(sorted(p.workload.shapes.items())):
+        proto = shape.prototype
+        same_tenant = LabelSelector(match_labels={TENANT_LABEL: shape.tenant})
+        if i % 2 == 0:
+            term = PodAffinityTerm(topology_key=HOSTNAME, label_selector=same_tenant)
+            spec = replace(
+                proto.spec,
+                affinity=Affinity(
+                    pod_anti_affinity=PodAffinity(required_during_scheduling_ignored_during_execution=(term,))
+                ),
+            )
+        else:
+            spread = TopologySpreadConstraint(
+                max_skew=1,
+                topology_key=HOSTNAME,
+                when_unsatisfiable="DoNotSchedule",
+                label_selector=same_tenant,
+            )
+            spec = replace(proto.spec, topology_spread_constraints=(spread,))
+        shapes[name] = dataclasses.replace(shape, prototype=replace(proto, spec=spec))
+    p.workload.shapes = shapes
+    return p
+
+
+def test_hints_wake_pods_kept_apart_by_other_pods() -> None:
+    # Pods that wait for a peer to leave, anywhere, not only for room on a node (with a node
+    # failure, preemptions, a gang; over 200 pods still wait on anti-affinity or spreading at the end).
+    jobs = [(0, 20, 2, False, 1, "normal"), (1, 15, 3, False, 1, "top"), (2, 10, 2, True, 1, "normal")]
+    text = scenario_text(3, 4, [1, 2, 1], jobs, failure=True).replace("seed: 5", "seed: 2")
+    assert_same(with_pod_constraints(prepared(text, policies=["fifo-priority", "fair"])))

@@ -15,7 +15,7 @@ import click
 from allot.cli.exits import bad_input
 from allot.cli.kubeconfig import config_errors, describe
 from allot.cli.params import FilePath
-from allot.cli.profiles import load_profiles
+from allot.cli.profiles import load_config as load_scheduler_config
 from allot.scheduling.profile import Profile
 
 if TYPE_CHECKING:
@@ -243,8 +243,11 @@ def run(
         raise click.BadParameter(
             "expected retry period < renew deadline < lease duration", param_hint="--leader-elect-*"
         )
+    backoff = (1.0, 10.0)
     if config_path is not None:
-        profiles = load_profiles(config_path, not_done="nothing was scheduled")
+        config = load_scheduler_config(config_path, not_done="nothing was scheduled")
+        profiles = config.profiles
+        backoff = (float(config.pod_initial_backoff_seconds), float(config.pod_max_backoff_seconds))
         if scheduler_name is not None and scheduler_name not in profiles:
             raise click.BadParameter(
                 f"no profile named {scheduler_name!r} in {config_path}", param_hint="--scheduler-name"
@@ -268,6 +271,7 @@ def run(
         port=port,
         kueue=kueue,
         victim_timeout=victim_timeout,
+        backoff=backoff,
         max_bindings_in_flight=max_bindings_in_flight,
         webhook_port=webhook_port,
         webhook_cert_file=webhook_cert_file,

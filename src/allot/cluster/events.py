@@ -34,6 +34,10 @@ class ClusterEventKind(enum.Enum):
     CLAIM_CHANGED = "ClaimChanged"
     SLICE_CHANGED = "SliceChanged"
     CLASS_CHANGED = "DeviceClassChanged"
+    # PersistentVolumeClaims, PersistentVolumes, StorageClasses or CSINodes changed.
+    VOLUME_CHANGED = "VolumeChanged"
+    # Services, ReplicaSets, StatefulSets or ReplicationControllers changed (default spreading).
+    WORKLOADS_CHANGED = "WorkloadsChanged"
     # Kueue: quota released or limits changed (scope: cluster_queue / cohort).
     QUOTA_CHANGED = "QuotaChanged"
     WORKLOAD_FINISHED = "WorkloadFinished"
@@ -54,6 +58,8 @@ NODE_EVENTS = frozenset({ClusterEventKind.NODE_ADDED, ClusterEventKind.NODE_CHAN
 DEVICE_EVENTS = frozenset(
     {ClusterEventKind.CLAIM_CHANGED, ClusterEventKind.SLICE_CHANGED, ClusterEventKind.CLASS_CHANGED}
 )
+# Pods taking, leaving or changing their place: what other pods' affinity and spreading count.
+POD_EVENTS = frozenset({ClusterEventKind.POD_BOUND, ClusterEventKind.POD_LEFT, ClusterEventKind.POD_UPDATED})
 ALL_KINDS = frozenset(ClusterEventKind)
 
 

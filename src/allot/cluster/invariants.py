@@ -10,7 +10,12 @@ violations, empty when the state is sound:
 * no node's requested resources exceed its allocatable, and the node
   table's incremental sums equal the sums over bound pods;
 * every bound pod's claims are allocated, reserved for it, and usable on
-  its node; AllocatedState matches the claims.
+  its node; AllocatedState matches the claims;
+* no pod allot placed (bound here, its record naming no node) shares a
+  topology domain with a pod that its required anti-affinity selects, nor
+  with a bound pod whose required anti-affinity selects it (pods bound
+  before, as a dump shows them, may break it: affinity is only checked when
+  a pod is scheduled).
 
 Quota and gang invariants belong to the layers that know about them
 (admission, engine) and are checked there.
@@ -22,7 +27,8 @@ from collections import defaultdict
 from fractions import Fraction
 
 from allot.cluster.claims import pod_uid
-from allot.cluster.state import ClusterState
+from allot.cluster.pod_index import TermKind, pod_terms
+from allot.cluster.state import ClusterState, PodInfo
 from allot.dra import AllocatedState, DeviceId
 from allot.dra.errors import AllocationError
 from allot.dra.nodes import selector_matches
@@ -163,6 +169,34 @@ def _check_pods(state: ClusterState) -> list[str]:
     return problems
 
 
+def _check_anti_affinity(state: ClusterState) -> list[str]:
+    problems: list[str] = []
+    bound = [info for info in state.bound() if info.node is not None]
+    placed = {info.key for info in bound if not info.pod.spec.node_name}
+
+    def domain(info: PodInfo, key: str) -> str | None:
+        assert info.node is not None
+        return state.nodes.infos[info.node].labels.get(key)
+
+    for owner in bound:
+        for kind, term, _ in pod_terms(owner.pod):
+            if kind is not TermKind.REQUIRED_ANTI_AFFINITY:
+                continue
+            mine = domain(owner, term.topology_key)
+            if mine is None:
+                continue
+            for other in bound:
+                if other is owner or (owner.key not in placed and other.key not in placed):
+                    continue
+                labels = state.namespace_labels(other.pod.namespace)
+                if domain(other, term.topology_key) == mine and term.matches(other.pod, labels):
+                    problems.append(
+                        f"pod {owner.key}'s required anti-affinity selects pod {other.key} in its "
+                        f"{term.topology_key} {mine}"
+                    )
+    return problems
+
+
 def check(state: ClusterState) -> list[str]:
     """Every invariant violation in `state`; empty when sound."""
-    return _check_devices(state) + _check_nodes(state) + _check_pods(state)
+    return _check_devices(state) + _check_nodes(state) + _check_pods(state) + _check_anti_affinity(state)

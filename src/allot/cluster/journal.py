@@ -10,11 +10,14 @@ parent, so only the outermost commit makes changes permanent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
+from typing import TypeVar
 
 # An undo step; its return value, if any, is ignored.
 Undo = Callable[[], object]
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class Transaction:
@@ -66,6 +69,22 @@ class Journal:
     def record(self, undo: Undo) -> None:
         if self._open and not self._replaying:
             self._steps.append(undo)
+
+    def put(self, mapping: MutableMapping[K, V], key: K, value: V) -> None:
+        """`mapping[key] = value`, undone by restoring what was there (or removing the key)."""
+        if key in mapping:
+            previous = mapping[key]
+            mapping[key] = value
+            self.record(lambda: mapping.__setitem__(key, previous))
+        else:
+            mapping[key] = value
+            self.record(lambda: mapping.pop(key, None))
+
+    def pop(self, mapping: MutableMapping[K, V], key: K) -> None:
+        """`del mapping[key]` if present, undone by putting it back."""
+        if key in mapping:
+            previous = mapping.pop(key)
+            self.record(lambda: mapping.__setitem__(key, previous))
 
     def begin(self) -> Transaction:
         transaction = Transaction(self, len(self._steps))

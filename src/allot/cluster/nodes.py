@@ -88,6 +88,28 @@ class NodeTable:
             [not n.node.spec.unschedulable for n in self.infos], dtype=np.bool_
         )
         self.ready: BoolArray = np.array([n.node.ready for n in self.infos], dtype=np.bool_)
+        # Per label key: each node's domain id (-1 without the label) and the values by id.
+        self._domains: dict[str, tuple[IntArray, list[str]]] = {}
+
+    def domains(self, key: str) -> tuple[IntArray, list[str]]:
+        """Each node's topology domain for label `key`: an id per node (-1 where the label is
+        missing) and the label value of each id, ids in order of first appearance by node index."""
+        found = self._domains.get(key)
+        if found is None:
+            ids = np.full(self.size, -1, dtype=np.int64)
+            values: list[str] = []
+            seen: dict[str, int] = {}
+            for info in self.infos:
+                value = info.labels.get(key)
+                if value is None:
+                    continue
+                known = seen.get(value)
+                if known is None:
+                    known = seen[value] = len(values)
+                    values.append(value)
+                ids[info.index] = known
+            found = self._domains[key] = (ids, values)
+        return found
 
     def _add_column(self, name: str) -> None:
         exact = [n.allocatable.get(name, 0) for n in self.infos]

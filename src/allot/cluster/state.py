@@ -27,9 +27,12 @@ from allot.cluster import hami
 from allot.cluster.events import ClusterEvent, ClusterEventKind
 from allot.cluster.journal import Journal
 from allot.cluster.nodes import NodeTable
+from allot.cluster.pod_index import PodIndex
 from allot.cluster.resources import PODS, Amounts, nonzero_cpu_memory, pod_requests
+from allot.cluster.volumes import VolumeState
 from allot.dra import AllocatedState, Features, SliceIndex
 from allot.model.core import Namespace, Node, Pod
+from allot.model.defaults import NAMESPACE_NAME_LABEL
 from allot.model.loader import Manifests
 from allot.model.resource import (
     AllocationResult,
@@ -40,12 +43,17 @@ from allot.model.resource import (
     ResourceSlice,
 )
 from allot.model.scheduling import PodDisruptionBudget, PriorityClass
+from allot.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from allot.model.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 
 # Pods in these phases hold no resources.
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 # A template entry whose claim the resourceclaim controller has not created yet (live clusters).
 WAITING_FOR_CLAIM = "waiting for the resourceclaim of entry {entry!r} to be created"
 
+
+# A claim placement matched to a volume (its name), or left to dynamic provisioning ("").
+VolumeDecision = tuple[str, str]
 
 # Mutating admission for pods entering the state: returns the pod to keep and the
 # ResourceClaims to create with it (HAMi's webhook, allot.cluster.hami).
@@ -110,6 +118,14 @@ class ClusterState:
         priority_classes: Iterable[PriorityClass] = (),
         disruption_budgets: Iterable[PodDisruptionBudget] = (),
         namespaces: Iterable[Namespace] = (),
+        volume_claims: Iterable[PersistentVolumeClaim] = (),
+        volumes: Iterable[PersistentVolume] = (),
+        storage_classes: Iterable[StorageClass] = (),
+        csi_nodes: Iterable[CSINode] = (),
+        services: Iterable[Service] = (),
+        replica_sets: Iterable[ReplicaSet] = (),
+        stateful_sets: Iterable[StatefulSet] = (),
+        replication_controllers: Iterable[ReplicationController] = (),
         features: Features | None = None,
         pod_mutators: Iterable[PodMutator] | None = None,
         generate_claims: bool = True,
@@ -122,6 +138,23 @@ class ClusterState:
         self.priority_classes: dict[str, PriorityClass] = {c.name: c for c in priority_classes}
         self.disruption_budgets: list[PodDisruptionBudget] = sorted(disruption_budgets, key=lambda b: b.key)
         self.namespaces: dict[str, Namespace] = {n.name: n for n in namespaces}
+        # Namespaces pods are in (hand-written input often has no Namespace objects).
+        self._pod_namespaces: set[str] = set()
+        self.storage = VolumeState(
+            self.journal,
+            claims=volume_claims,
+            volumes=volumes,
+            classes=storage_classes,
+            csi_nodes=csi_nodes,
+            as_controllers=generate_claims,
+        )
+        # What PodTopologySpread's default constraints build a pod's selector from.
+        self.services: dict[str, Service] = {s.key: s for s in services}
+        self.replica_sets: dict[str, ReplicaSet] = {r.key: r for r in replica_sets}
+        self.stateful_sets: dict[str, StatefulSet] = {s.key: s for s in stateful_sets}
+        self.replication_controllers: dict[str, ReplicationController] = {
+            r.key: r for r in replication_controllers
+        }
         self._slice_objects = list(slices)
         self._taint_rules = list(taint_rules)
         self.slices = SliceIndex(self._slice_objects, self._taint_rules)
@@ -141,6 +174,8 @@ class ClusterState:
             list(pod_mutators) if pod_mutators is not None else [hami.mutate_pod]
         )
         self.pods: dict[str, PodInfo] = {}
+        # Bound pods by labels and topology, host ports and claims (inter-pod affinity, spreading).
+        self.pod_index = PodIndex(self, self.namespace_labels)
         # How many bound pods have each priority (preemption asks whether anything lower runs).
         self._bound_priorities: Counter[int] = Counter()
         self._sequence = 0
@@ -169,6 +204,14 @@ class ClusterState:
             priority_classes=manifests.of_kind(PriorityClass),
             disruption_budgets=manifests.of_kind(PodDisruptionBudget),
             namespaces=manifests.of_kind(Namespace),
+            volume_claims=manifests.of_kind(PersistentVolumeClaim),
+            volumes=manifests.of_kind(PersistentVolume),
+            storage_classes=manifests.of_kind(StorageClass),
+            csi_nodes=manifests.of_kind(CSINode),
+            services=manifests.of_kind(Service),
+            replica_sets=manifests.of_kind(ReplicaSet),
+            stateful_sets=manifests.of_kind(StatefulSet),
+            replication_controllers=manifests.of_kind(ReplicationController),
             features=features,
         )
 
@@ -188,6 +231,18 @@ class ClusterState:
 
     def pods_on(self, node_index: int) -> list[PodInfo]:
         return [self.pods[key] for key in sorted(self.nodes.infos[node_index].pods)]
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        """The namespace's labels; one without a Namespace object has only the name label the API
+        server gives every namespace."""
+        found = self.namespaces.get(namespace)
+        if found is not None:
+            return found.metadata.labels
+        return {NAMESPACE_NAME_LABEL: namespace}
+
+    def namespace_names(self) -> set[str]:
+        """Every namespace there is: those with a Namespace object and those pods are in."""
+        return set(self.namespaces) | self._pod_namespaces
 
     def pod_claims(self, info: PodInfo) -> list[ResourceClaim]:
         """The pod's claims that exist, in spec order."""
@@ -233,6 +288,9 @@ class ClusterState:
                 for claim in created:
                     self._put_claim(claim)
         entries, missing = self._claim_entries(pod)
+        if self.generate_claims and not (bind_existing and pod.spec.node_name) and pod.spec.volumes:
+            self.storage.add_ephemeral_claims(pod)
+        self._pod_namespaces.add(pod.namespace)
         self._sequence += 1
         info = PodInfo(
             key=key,
@@ -290,18 +348,10 @@ class ClusterState:
         return entries, missing
 
     def _put_claim(self, claim: ResourceClaim) -> None:
-        key = claim.key
-        previous = self.claims.get(key)
-        self.claims[key] = claim
-        if previous is None:
-            self.journal.record(lambda: self.claims.pop(key, None))
-        else:
-            self.journal.record(lambda: self.claims.__setitem__(key, previous))
+        self.journal.put(self.claims, claim.key, claim)
 
     def _delete_claim(self, key: str) -> None:
-        previous = self.claims.pop(key, None)
-        if previous is not None:
-            self.journal.record(lambda: self.claims.__setitem__(key, previous))
+        self.journal.pop(self.claims, key)
 
     @staticmethod
     def node_usage(info: PodInfo) -> dict[str, int]:
@@ -389,8 +439,10 @@ class ClusterState:
         allocations: Mapping[str, AllocationResult],
         *,
         served_by_claims: frozenset[str] = frozenset(),
+        volumes: Iterable[VolumeDecision] = (),
     ) -> None:
-        """Place a pending pod: allocate its unallocated claims, reserve them, take node resources."""
+        """Place a pending pod: allocate its unallocated claims, reserve them, take node resources;
+        bind or annotate the volume claims placement decided for (`volumes`)."""
         info = self.pods[pod_key]
         if info.node is not None:
             raise StateError(f"pod {pod_key} is already bound")
@@ -406,6 +458,11 @@ class ClusterState:
             if claim is None or claim.status.allocation is None:
                 raise StateError(f"pod {pod_key} bound with claim {claim_key} unallocated")
             self._put_claim(claimlib.with_reservation(claim, info.pod))
+        for claim_key, volume_name in volumes:
+            if volume_name:
+                self.storage.bind(claim_key, volume_name)
+            else:
+                self.storage.select_node(claim_key, node_name)
         self._occupy(info, index)
 
     def release_claim(self, claim_key: str, pod_key: str) -> None:
@@ -469,6 +526,7 @@ class ClusterState:
             claim = self.claims.get(claim_key)
             if claim is not None and claimlib.is_owned_by(claim, info.pod):
                 self._delete_claim(claim_key)
+        self.storage.remove_owned_claims(info.pod)
         self.pods.pop(pod_key)
         self.journal.record(lambda: self.pods.__setitem__(pod_key, info))
 
@@ -556,6 +614,40 @@ class ClusterState:
         if classes is not None:
             self._emit(ClusterEvent(ClusterEventKind.CLASS_CHANGED))
 
+    def replace_storage(
+        self,
+        *,
+        claims: Iterable[PersistentVolumeClaim] | None = None,
+        volumes: Iterable[PersistentVolume] | None = None,
+        classes: Iterable[StorageClass] | None = None,
+        csi_nodes: Iterable[CSINode] | None = None,
+    ) -> None:
+        """PersistentVolumeClaims, PersistentVolumes, StorageClasses or CSINodes changed."""
+        self._outside_transaction("replace_storage")
+        self.storage.replace_all(claims=claims, volumes=volumes, classes=classes, csi_nodes=csi_nodes)
+        self.releases += 1
+        self._emit(ClusterEvent(ClusterEventKind.VOLUME_CHANGED))
+
+    def replace_workloads(
+        self,
+        *,
+        services: Iterable[Service] | None = None,
+        replica_sets: Iterable[ReplicaSet] | None = None,
+        stateful_sets: Iterable[StatefulSet] | None = None,
+        replication_controllers: Iterable[ReplicationController] | None = None,
+    ) -> None:
+        """Services or pod controllers changed (default topology spreading reads their selectors)."""
+        self._outside_transaction("replace_workloads")
+        if services is not None:
+            self.services = {s.key: s for s in services}
+        if replica_sets is not None:
+            self.replica_sets = {r.key: r for r in replica_sets}
+        if stateful_sets is not None:
+            self.stateful_sets = {s.key: s for s in stateful_sets}
+        if replication_controllers is not None:
+            self.replication_controllers = {r.key: r for r in replication_controllers}
+        self._emit(ClusterEvent(ClusterEventKind.WORKLOADS_CHANGED))
+
     def apply_claim(self, claim: ResourceClaim) -> None:
         """A claim as the API server holds it now (created, allocated, reserved, deallocated)."""
         self._outside_transaction("apply_claim")
@@ -618,8 +710,11 @@ class ClusterState:
         """
         self._outside_transaction("update_pod")
         info = self.pods[pod.key]
+        old = info.pod
         info.pod = pod
-        if info.node is None:
+        if info.node is not None:
+            self.pod_index.relabel(info, old)
+        else:
             entries, missing = self._claim_entries(pod)
             info.claims, info.missing = tuple(entries), missing
             info.requests = pod_requests(pod)

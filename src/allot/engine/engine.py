@@ -113,6 +113,7 @@ class Engine(PodPath):
                 self.scheduler.fits_on,
                 self._probe_class,
                 hints=self.policy.queueing.hints,
+                depends_on_others=self._hints.depends_on_other_nodes,
             )
             if self.admission is not None
             else None

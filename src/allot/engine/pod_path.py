@@ -30,8 +30,9 @@ from allot.model.timestamps import parse_timestamp
 from allot.scheduling.diagnosis import Diagnosis
 from allot.scheduling.framework import BoolArray
 from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gang_key, gangs, place_gang
-from allot.scheduling.hints import Hints
-from allot.scheduling.preemption import Preemptor
+from allot.scheduling.hints import ANYWHERE, Hints
+from allot.scheduling.plugins.resources_fit import dra_backed_resources
+from allot.scheduling.preemption import Preemptor, post_filter_message
 from allot.scheduling.scheduler import Outcome, Placement, Scheduler
 from allot.scheduling.topology.tas import place_gang_in_topology, topology_request
 
@@ -229,16 +230,23 @@ class PodPath:
         priority: int,
         now: float,
     ) -> None:
-        preempting = self.policy.preemption
+        preempting = self.policy.preemption and (
+            failure.pod not in self.state.pods or self.scheduler.runs_preemption(failure.pod)
+        )
         kinds = failure.kinds
+        anywhere: frozenset[ClusterEventKind] = frozenset()
         if failure.diagnosis is not None:
             kinds = self._hints.wake_kinds(failure.pod, failure.diagnosis, preempting=preempting)
+            anywhere = self._hints.anywhere_kinds(failure.pod, failure.diagnosis)
+        elif any(self._hints.depends_on_other_nodes(p) for p in probes):
+            anywhere = ANYWHERE
         self._queue.park(
             unit,
             order,
             klass,
             reason=failure.reason,
             kinds=kinds,
+            anywhere=anywhere,
             preempting=preempting,
             priority=priority,
             probes=probes,
@@ -257,6 +265,9 @@ class PodPath:
     def _hint(self, unit: str, waiting: WaitingClass, events: list[ClusterEvent]) -> bool:
         """Whether these events could let the class of `unit` fit (see `allot.scheduling.hints`)."""
         preempting = waiting.preempting
+        if any(e.kind in waiting.anywhere for e in events):
+            # Its verdict can change on nodes other than the event's (inter-pod affinity, spreading).
+            return True
         useful = [
             e
             for e in events
@@ -425,12 +436,23 @@ class PodPath:
         self, pod_key: str, now: float, *, allowed: BoolArray | None = None, allowed_reason: str = ""
     ) -> tuple[Outcome, list[Evicted]]:
         outcome = self.scheduler.schedule(pod_key, allowed=allowed, allowed_reason=allowed_reason)
-        if isinstance(outcome, Placement) or not self.policy.preemption:
+        if isinstance(outcome, Placement):
             return outcome, []
+        profile = self.scheduler.profile_of(pod_key)
+        dra = profile is not None and profile.claims_post_filter
+        has_claims = dra and _has_claims(self.state, self.state.pods[pod_key])
+        if not self.policy.preemption or not self.scheduler.runs_preemption(pod_key):
+            if not dra:
+                return outcome, []
+            diagnosis = dataclasses.replace(
+                outcome.diagnosis, preemption=post_filter_message(dra, has_claims, "")
+            )
+            return dataclasses.replace(outcome, diagnosis=diagnosis), []
         attempt = self.preemptor.attempt(pod_key, outcome)
         choice = attempt.candidate
         if choice is None:
-            diagnosis = dataclasses.replace(outcome.diagnosis, preemption=attempt.message)
+            message = post_filter_message(dra, has_claims, attempt.message)
+            diagnosis = dataclasses.replace(outcome.diagnosis, preemption=message)
             return dataclasses.replace(outcome, diagnosis=diagnosis), []
         evicted: list[Evicted] = []
         with self.state.journal.transaction() as tx:
@@ -441,3 +463,9 @@ class PodPath:
                 tx.commit()
                 return dataclasses.replace(retry, victims=tuple((e.pod, e.reason) for e in evicted)), evicted
         return outcome, []
+
+
+def _has_claims(state: ClusterState, info: PodInfo) -> bool:
+    """Whether DynamicResources holds claims for the pod: its own, or one for the extended
+    resources it asks for that a DeviceClass serves."""
+    return bool(info.claims) or not dra_backed_resources(state).isdisjoint(info.requests)

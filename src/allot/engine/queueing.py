@@ -80,6 +80,8 @@ class WaitingClass:
     attempts: int
     # Gangs: members that did not fit when the class failed (None: not a gang, or not known).
     missing: int | None = None
+    # Kinds among `kinds` whose events can change its verdict on nodes other than theirs.
+    anywhere: frozenset[ClusterEventKind] = frozenset()
     members: list[tuple[OrderKey, str]] = field(default_factory=list)
     # Gangs: nodes changed by events of its kinds whose room is not counted yet, and the room
     # (members each could host) counted on nodes changed since the class failed.
@@ -166,8 +168,10 @@ class SchedulingQueue:
         probes: tuple[str, ...],
         now: float,
         missing: int | None = None,
+        anywhere: frozenset[ClusterEventKind] = frozenset(),
     ) -> None:
-        """A unit failed: it and its class wait for an event of `kinds`."""
+        """A unit failed: it and its class wait for an event of `kinds` (of `anywhere`: wherever
+        it happens, all nodes may have changed for it)."""
         self._awake.discard(klass)
         attempts = self._attempts.get(klass, 0) + 1
         self._attempts[klass] = attempts
@@ -180,6 +184,7 @@ class SchedulingQueue:
             parked.reason, parked.kinds, parked.preempting = reason, kinds, preempting
             parked.probes, parked.since, parked.attempts = probes, now, attempts
         parked.missing = missing
+        parked.anywhere = anywhere
         parked.changed = set()
         parked.room = {}
         bisect.insort(parked.members, (order, unit))
@@ -222,12 +227,16 @@ class SchedulingQueue:
                 continue
             relevant = [e for e in events if e.kind in parked.kinds]
             if parked.missing is not None:
-                parked.changed.update(e.node for e in relevant if e.local and e.node is not None)
+                parked.changed.update(
+                    e.node
+                    for e in relevant
+                    if e.local and e.node is not None and e.kind not in parked.anywhere
+                )
             if klass in self._awake or not parked.members:
                 continue
             if hint(parked.members[0][1], parked, relevant):
                 nodes: WakeNodes = None
-                if all(e.local for e in relevant):
+                if all(e.local and e.kind not in parked.anywhere for e in relevant):
                     nodes = frozenset(e.node for e in relevant if e.node is not None)
                 self._wake(klass, position, now, nodes)
 

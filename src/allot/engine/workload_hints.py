@@ -10,6 +10,9 @@ again is allot's choice; these are the same hints the engine uses for pods
 * the workload was parked with quota to preempt (its placement ran after
   evicting quota victims): any pod leaving, node change or quota change
   could change which victims and which room, so try again;
+* a workload whose pods other pods can keep from a node (inter-pod
+  affinity, spreading, volumes, or bound pods with anti-affinity): any pod
+  bound, leaving or changing, or node change, anywhere: try again;
 * otherwise its quota fit outright, so placement depended on the nodes
   alone: a pod leaving node n or n changing helps only if one of its pods
   now fits n; and a quota change helps only if its flavor assignment is no
@@ -48,10 +51,12 @@ from dataclasses import dataclass
 from allot.admission.flavors import Assignment, Mode
 from allot.admission.queues import SortKey
 from allot.admission.state import AdmissionState
-from allot.cluster.events import NODE_LOCAL, ClusterEvent, ClusterEventKind
+from allot.cluster.events import NODE_EVENTS, NODE_LOCAL, POD_EVENTS, ClusterEvent, ClusterEventKind
 
 # Kinds that can give a placement-parked workload room: the rest (binds, arrivals) cannot.
 _HELPFUL = frozenset(ClusterEventKind) - {ClusterEventKind.POD_BOUND, ClusterEventKind.POD_ADDED}
+# Kinds that can change a verdict on every node for pods placed by other pods.
+_ANYWHERE = NODE_EVENTS | POD_EVENTS
 
 
 Group = tuple[object, ...]
@@ -72,6 +77,8 @@ class _Wait:
     generation: int
     line: Line
     place: SortKey
+    # Its pods can be kept from a node by pods elsewhere: pod and node events anywhere wake it.
+    anywhere: bool = False
 
 
 def assignment_signature(assignment: Assignment) -> tuple[object, ...]:
@@ -90,10 +97,12 @@ class PlacementWaits:
         probe_class: Callable[[str], object],
         *,
         hints: bool = True,
+        depends_on_others: Callable[[str], bool] = lambda pod: False,
     ) -> None:
         self.admission = admission
         self.fits_on = fits_on
         self.probe_class = probe_class
+        self.depends_on_others = depends_on_others
         self.hints = hints
         self._waits: dict[str, _Wait] = {}
         # group -> (order time, key) of its waiting members; the reason the group failed with.
@@ -154,6 +163,7 @@ class PlacementWaits:
             generation=self.admission.tree.generation,
             line=line,
             place=place,
+            anywhere=any(self.depends_on_others(p) for p in probes),
         )
         if group is None:
             self._solo.add(key)
@@ -198,8 +208,9 @@ class PlacementWaits:
         if not self._waits:
             return
         helpful = [e for e in events if e.kind in _HELPFUL]
+        moved = any(e.kind in _ANYWHERE for e in events) and any(w.anywhere for w in self._waits.values())
         generation = self.admission.tree.generation
-        if not helpful and generation == self._generation:
+        if not helpful and not moved and generation == self._generation:
             return
         self._generation = generation
         anywhere = any(not e.local or e.kind is ClusterEventKind.NODE_ADDED for e in helpful)
@@ -213,7 +224,11 @@ class PlacementWaits:
         woken: list[tuple[str, Group | None]] = []
         for key in sorted({*self._solo, *speakers}):
             wait = self._waits[key]
-            if anywhere or (wait.preempting and (helpful or wait.generation != generation)):
+            if (
+                anywhere
+                or (wait.anywhere and moved)
+                or (wait.preempting and (helpful or wait.generation != generation))
+            ):
                 woken.append((key, wait.group))
                 continue
             if wait.generation != generation and self._assignment_changed(key, wait, assignments):

@@ -45,6 +45,8 @@ class RunSettings:
     port: int = 10259
     kueue: bool = True
     victim_timeout: float = 300.0
+    # podInitialBackoffSeconds and podMaxBackoffSeconds of the KubeSchedulerConfiguration.
+    backoff: tuple[float, float] = (1.0, 10.0)
     max_bindings_in_flight: int = DEFAULT_PARALLELISM
     # The Job webhook (TLS); served only when both files are given.
     webhook_port: int = 9443
@@ -77,6 +79,7 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
             kueue=settings.kueue,
             identity=identity,
             victim_timeout=settings.victim_timeout,
+            backoff=settings.backoff,
             max_bindings_in_flight=settings.max_bindings_in_flight,
             watch_only=settings.watch_only,
         ),

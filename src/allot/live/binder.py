@@ -2,8 +2,14 @@
 
 For each claim of the pod: add the delete-protection finalizer if it is missing, then write
 `status.allocation` (when allot allocated it) and `status.reservedFor` with the version the
-write was based on as its precondition; then create the pod's Binding (with the pod's UID,
-so a pod re-created under the same name is never bound by mistake). A nominated preemptor
+write was based on as its precondition. For each PersistentVolumeClaim that waited for its
+first consumer (VolumeBinding's PreBind): one matched to an available volume gets that
+volume's `spec.claimRef` set (the PV controller completes the binding), one left to dynamic
+provisioning gets the `volume.kubernetes.io/selected-node` annotation (the provisioner
+creates the volume there). Unlike kube-scheduler, allot does not wait for those bindings
+to complete before it binds the pod (the kubelet waits for the volume anyway). Then create
+the pod's Binding (with the pod's UID, so a pod re-created under the same name is never
+bound by mistake). A nominated preemptor
 first waits until its victims are gone and the API no longer gives its devices to anyone.
 
 At most `parallelism` bindings write at once (the others wait their turn in the order they
@@ -29,10 +35,17 @@ from typing import Any
 from allot.cluster.claims import DELETE_PROTECTION_FINALIZER, pod_uid
 from allot.live.cache import Flight, LiveCache
 from allot.live.client import ApiClient, ApiError, Conflict, NotFound
-from allot.live.kinds import PODS, RESOURCE_CLAIMS, decode_object
+from allot.live.kinds import (
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    PODS,
+    RESOURCE_CLAIMS,
+    decode_object,
+)
 from allot.model.codec import to_data
 from allot.model.core import Pod
 from allot.model.resource import ResourceClaim
+from allot.model.storage import ANN_SELECTED_NODE, PersistentVolume, PersistentVolumeClaim
 
 log = logging.getLogger("allot.live.binder")
 
@@ -107,11 +120,14 @@ class Binder:
             await outcome
 
     async def _write(self, flight: Flight, started: float, written: list[tuple[str, bool]]) -> BindResult:
-        """The claims' writes, then the Binding; `written` collects what an undo must take back."""
+        """The claims' writes, the volume claims', then the Binding; `written` collects what an undo must take back."""
         for key in flight.claims:
             self._check(flight)
             allocated = await self._write_claim(flight, key)
             written.append((key, allocated))
+        for claim_key, volume in flight.volumes:
+            self._check(flight)
+            await self._write_volume(flight, claim_key, volume)
         self._check(flight)
         await self._bind(flight)
         self.cache.binding_written(flight.pod)
@@ -174,6 +190,38 @@ class Binder:
         )
         self.cache.claim_written(key, patched["metadata"]["resourceVersion"])
         return allocate
+
+    async def _write_volume(self, flight: Flight, claim_key: str, volume: str) -> None:
+        """VolumeBinding's PreBind for one claim (see the module docstring)."""
+        namespace, name = claim_key.split("/", 1)
+        if not volume:
+            path = PERSISTENT_VOLUME_CLAIMS.path("v1", namespace=namespace, name=name)
+            await self.client.patch(path, {"metadata": {"annotations": {ANN_SELECTED_NODE: flight.node}}})
+            return
+        claim = self.cache.stores[PERSISTENT_VOLUME_CLAIMS].get(claim_key)
+        current = self.cache.stores[PERSISTENT_VOLUMES].get(volume)
+        if not isinstance(claim, PersistentVolumeClaim) or not isinstance(current, PersistentVolume):
+            raise BindError(f"volume {volume} or its claim {claim_key} is gone")
+        if current.spec.claim_ref is not None:
+            if current.spec.claim_ref.name == name and current.spec.claim_ref.namespace == namespace:
+                return
+            raise BindError(f"volume {volume} was bound to another claim meanwhile")
+        reference = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "namespace": namespace,
+            "name": name,
+            "uid": claim.metadata.uid,
+            "resourceVersion": claim.metadata.resource_version,
+        }
+        path = PERSISTENT_VOLUMES.path("v1", name=volume)
+        await self.client.patch(
+            path,
+            {
+                "metadata": {"resourceVersion": current.metadata.resource_version},
+                "spec": {"claimRef": reference},
+            },
+        )
 
     async def _create(self, claim: ResourceClaim) -> ResourceClaim:
         """A claim the scheduler makes for the pod (extended resources served by DRA)."""

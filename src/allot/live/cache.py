@@ -26,20 +26,32 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from allot.cluster.pod_index import claim_names
 from allot.cluster.state import TERMINAL_PHASES, ClusterState
 from allot.dra import DeviceId
 from allot.live.kinds import (
+    CSI_NODES,
     DEVICE_CLASSES,
     DEVICE_TAINT_RULES,
     DISRUPTION_BUDGETS,
     KUEUE_KINDS,
     NAMESPACES,
     NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
     PODS,
     PRIORITY_CLASSES,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
+    SERVICES,
+    STATEFUL_SETS,
+    STORAGE_CLASSES,
+    STORAGE_KINDS,
+    WORKLOAD_KINDS,
     Kind,
 )
 from allot.live.reflector import EventType, WatchEvent
@@ -47,10 +59,19 @@ from allot.model.base import Object
 from allot.model.core import Namespace, Node, Pod
 from allot.model.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
 from allot.model.scheduling import PodDisruptionBudget, PriorityClass
+from allot.model.storage import (
+    ANN_SELECTED_NODE,
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+from allot.model.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 
 log = logging.getLogger("allot.live.cache")
 
 Stores = Mapping[Kind, Mapping[str, Object]]
+_O = TypeVar("_O", bound=Object)
 
 
 @dataclass(slots=True)
@@ -67,6 +88,8 @@ class Flight:
     bound_written: bool = False
     # Set when the flight is aborted, so the writer stops at its next step.
     aborted: bool = False
+    # Volume claims to write: (claim key, the volume it was matched to, or "" to provision on the node).
+    volumes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -102,6 +125,7 @@ def _node_shape(node: Node) -> tuple[object, ...]:
         node.spec.unschedulable,
         node.status.allocatable,
         node.ready,
+        node.status.images,
     )
 
 
@@ -132,6 +156,8 @@ class LiveCache:
         self._waiting_for_claim: dict[str, set[str]] = {}
         self._nodes_dirty = False
         self._devices_dirty = False
+        self._storage_dirty = False
+        self._workloads_dirty = False
         # Pods kept out of the state for a back-off after a failed binding: key -> (until, attempts).
         self.held: dict[str, tuple[float, int]] = {}
         self._attempts: dict[str, int] = {}
@@ -144,6 +170,9 @@ class LiveCache:
     def _all(self, kind: Kind) -> list[Object]:
         store = self._store(kind)
         return [store[key] for key in sorted(store)]
+
+    def _of(self, kind: Kind, model: type[_O]) -> list[_O]:
+        return [obj for obj in self._all(kind) if isinstance(obj, model)]
 
     def build(self) -> ClusterState:
         """The state from the stores as they are (after every reflector's first list)."""
@@ -172,6 +201,14 @@ class LiveCache:
                 b for b in self._all(DISRUPTION_BUDGETS) if isinstance(b, PodDisruptionBudget)
             ],
             namespaces=[n for n in self._all(NAMESPACES) if isinstance(n, Namespace)],
+            volume_claims=self._of(PERSISTENT_VOLUME_CLAIMS, PersistentVolumeClaim),
+            volumes=self._of(PERSISTENT_VOLUMES, PersistentVolume),
+            storage_classes=self._of(STORAGE_CLASSES, StorageClass),
+            csi_nodes=self._of(CSI_NODES, CSINode),
+            services=self._of(SERVICES, Service),
+            replica_sets=self._of(REPLICA_SETS, ReplicaSet),
+            stateful_sets=self._of(STATEFUL_SETS, StatefulSet),
+            replication_controllers=self._of(REPLICATION_CONTROLLERS, ReplicationController),
             pods=pods,
             # The resourceclaim controller makes template claims; a webhook (if any) mutated pods.
             generate_claims=False,
@@ -205,6 +242,10 @@ class LiveCache:
                     self._nodes_dirty = True
             elif kind in (RESOURCE_SLICES, DEVICE_CLASSES, DEVICE_TAINT_RULES):
                 self._devices_dirty = True
+            elif kind in STORAGE_KINDS:
+                self._storage_dirty = True
+            elif kind in WORKLOAD_KINDS:
+                self._workloads_dirty = True
             elif kind is PRIORITY_CLASSES:
                 self.state_or_fail().priority_classes = {
                     c.name: c for c in self._all(PRIORITY_CLASSES) if isinstance(c, PriorityClass)
@@ -226,6 +267,22 @@ class LiveCache:
             self._rebuild_nodes(summary)
         if self._devices_dirty:
             self._rebuild_devices()
+        if self._storage_dirty:
+            self._storage_dirty = False
+            self.state_or_fail().replace_storage(
+                claims=self._of(PERSISTENT_VOLUME_CLAIMS, PersistentVolumeClaim),
+                volumes=self._of(PERSISTENT_VOLUMES, PersistentVolume),
+                classes=self._of(STORAGE_CLASSES, StorageClass),
+                csi_nodes=self._of(CSI_NODES, CSINode),
+            )
+        if self._workloads_dirty:
+            self._workloads_dirty = False
+            self.state_or_fail().replace_workloads(
+                services=self._of(SERVICES, Service),
+                replica_sets=self._of(REPLICA_SETS, ReplicaSet),
+                stateful_sets=self._of(STATEFUL_SETS, StatefulSet),
+                replication_controllers=self._of(REPLICATION_CONTROLLERS, ReplicationController),
+            )
         return summary
 
     def state_or_fail(self) -> ClusterState:
@@ -415,11 +472,33 @@ class LiveCache:
         state = self.state_or_fail()
         info = state.pods[pod_key]
         claims = tuple(key for _, key in info.claims if key)
-        flight = Flight(pod_key, node, claims, frozenset(victims), now)
+        flight = Flight(
+            pod_key, node, claims, frozenset(victims), now, volumes=self._volume_writes(info.pod, node)
+        )
         self.flights[pod_key] = flight
         for key in claims:
             self.guards[key] = ClaimGuard()
         return flight
+
+    def _volume_writes(self, pod: Pod, node: str) -> tuple[tuple[str, str], ...]:
+        """The pod's volume claims that placement bound or sent to provisioning in the state and
+        the API does not show so yet."""
+        state = self.state_or_fail()
+        store = self._store(PERSISTENT_VOLUME_CLAIMS)
+        writes: list[tuple[str, str]] = []
+        for key in claim_names(pod):
+            decided = state.storage.claims.get(key)
+            current = store.get(key)
+            if decided is None or not isinstance(current, PersistentVolumeClaim) or current.spec.volume_name:
+                continue
+            if decided.spec.volume_name:
+                writes.append((key, decided.spec.volume_name))
+            elif (
+                decided.metadata.annotations.get(ANN_SELECTED_NODE) == node
+                and current.metadata.annotations.get(ANN_SELECTED_NODE) != node
+            ):
+                writes.append((key, ""))
+        return tuple(writes)
 
     def guard(self, key: str) -> None:
         """Hold a claim's API versions back while allot writes it."""

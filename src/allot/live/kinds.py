@@ -1,6 +1,8 @@
 """The kinds the live scheduler watches: where each is served and how it decodes.
 
-Core and DRA kinds are always watched; Kueue's kinds and DeviceTaintRules only where the API
+Core, storage, pod-owner and DRA kinds are always watched (storage for the volume plugins;
+Services, ReplicationControllers, ReplicaSets and StatefulSets for default topology
+spreading, as kube-scheduler watches them); Kueue's kinds and DeviceTaintRules only where the API
 server serves them (discovered at start and checked again periodically, so a Kueue installed
 later is picked up). Objects decode into allot's records with the same conversion and
 defaulting the manifest loader applies, so an object read from the API equals the same object
@@ -29,6 +31,8 @@ from allot.model.kueue import (
 )
 from allot.model.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
 from allot.model.scheduling import PodDisruptionBudget, PriorityClass
+from allot.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from allot.model.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 
 _O = TypeVar("_O", bound=Object)
 
@@ -76,6 +80,14 @@ DISRUPTION_BUDGETS = Kind(PodDisruptionBudget, "poddisruptionbudgets", ("v1",))
 DEVICE_CLASSES = Kind(DeviceClass, "deviceclasses", ("v1",))
 RESOURCE_CLAIMS = Kind(ResourceClaim, "resourceclaims", ("v1",))
 RESOURCE_SLICES = Kind(ResourceSlice, "resourceslices", ("v1",))
+PERSISTENT_VOLUME_CLAIMS = Kind(PersistentVolumeClaim, "persistentvolumeclaims", ("v1",))
+PERSISTENT_VOLUMES = Kind(PersistentVolume, "persistentvolumes", ("v1",))
+STORAGE_CLASSES = Kind(StorageClass, "storageclasses", ("v1",))
+CSI_NODES = Kind(CSINode, "csinodes", ("v1",))
+SERVICES = Kind(Service, "services", ("v1",))
+REPLICATION_CONTROLLERS = Kind(ReplicationController, "replicationcontrollers", ("v1",))
+REPLICA_SETS = Kind(ReplicaSet, "replicasets", ("v1",))
+STATEFUL_SETS = Kind(StatefulSet, "statefulsets", ("v1",))
 DEVICE_TAINT_RULES = Kind(DeviceTaintRule, "devicetaintrules", ("v1beta2", "v1alpha3"), required=False)
 RESOURCE_FLAVORS = Kind(ResourceFlavor, "resourceflavors", ("v1beta2", "v1beta1"), required=False)
 CLUSTER_QUEUES = Kind(ClusterQueue, "clusterqueues", ("v1beta2", "v1beta1"), required=False)
@@ -95,7 +107,18 @@ CORE_KINDS: tuple[Kind, ...] = (
     DEVICE_CLASSES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    STORAGE_CLASSES,
+    CSI_NODES,
+    SERVICES,
+    REPLICATION_CONTROLLERS,
+    REPLICA_SETS,
+    STATEFUL_SETS,
 )
+# Storage: what the volume plugins read; workloads: what default topology spreading reads.
+STORAGE_KINDS = (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES)
+WORKLOAD_KINDS = (SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS)
 OPTIONAL_KINDS: tuple[Kind, ...] = (
     DEVICE_TAINT_RULES,
     RESOURCE_FLAVORS,

@@ -63,6 +63,8 @@ class LiveOptions:
     # Run Kueue admission where Kueue's objects are served (True), or never (False).
     kueue: bool = True
     victim_timeout: float = 300.0
+    # A failed pod's back-off: (initial, maximum) seconds (podInitialBackoffSeconds, podMaxBackoffSeconds).
+    backoff: tuple[float, float] = (1.0, 10.0)
     # Bindings that write at once (see allot.live.binder).
     max_bindings_in_flight: int = DEFAULT_PARALLELISM
     # Seconds between cycles when nothing happens (safety net for time-based waits).
@@ -276,7 +278,12 @@ class LiveScheduler:
             admission=admission,
             profiles=dict(self.options.profiles),
             # kube-scheduler's backoff and unschedulable safety net (`_next_timeout` honours them).
-            policy=EnginePolicy(queues=admission is not None, queueing=QueueingConfig()),
+            policy=EnginePolicy(
+                queues=admission is not None,
+                queueing=QueueingConfig(
+                    initial_backoff=self.options.backoff[0], max_backoff=self.options.backoff[1]
+                ),
+            ),
             topologies=topologies,
         )
 
@@ -434,7 +441,8 @@ class LiveScheduler:
         info = state.pods.get(result.pod)
         if info is not None:
             self.status.waiting(info.pod, result.reason)
-        self.cache.hold(result.pod, time.time())
+        initial, maximum = self.options.backoff
+        self.cache.hold(result.pod, time.time(), initial=initial, maximum=maximum)
         self._cycle_needed = True
         self._wake.set()
 

@@ -1,8 +1,10 @@
 """core/v1 records the scheduler reads and writes: Node, Pod, Namespace.
 
-Only the fields that influence scheduling are modelled; everything else in a
-manifest (container images, volumes, probes ...) is tolerated and dropped, as
-a typed client would. Resource amounts are `Quantity` values.
+Only the fields that influence scheduling are modelled: among them container
+images and host ports, the volumes that claim storage or attach disks, and a
+node's cached images. Everything else in a manifest (probes, environment,
+other volume kinds ...) is tolerated and dropped, as a typed client would.
+Resource amounts are `Quantity` values.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import ClassVar
 
 import msgspec
 
-from allot.model.base import Condition, LabelSelector, Object, Record
+from allot.model.base import Condition, LabelSelector, Object, ObjectMeta, Record
 from allot.model.quantity import Quantity
 
 ResourceList = dict[str, Quantity]
@@ -114,9 +116,20 @@ class ResourceRequirements(Record, frozen=True):
     claims: tuple[ResourceClaimReference, ...] = ()
 
 
+class ContainerPort(Record, frozen=True):
+    """A container port; one with a `hostPort` takes that port on its node (NodePorts)."""
+
+    name: str = ""
+    host_port: int = 0
+    container_port: int = 0
+    protocol: str = ""
+    host_ip: str = msgspec.field(default="", name="hostIP")
+
+
 class Container(Record, frozen=True):
     name: str = ""
     image: str = ""
+    ports: tuple[ContainerPort, ...] = ()
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
     # "Always" on an init container makes it a sidecar that keeps running.
     restart_policy: str | None = None
@@ -128,6 +141,98 @@ class PodResourceClaim(Record, frozen=True):
     name: str = ""
     resource_claim_name: str | None = None
     resource_claim_template_name: str | None = None
+
+
+# --- volumes: the sources placement looks at -----------------------------------------
+
+
+class PersistentVolumeClaimVolumeSource(Record, frozen=True):
+    claim_name: str = ""
+    read_only: bool = False
+
+
+class VolumeResourceRequirements(Record, frozen=True):
+    requests: ResourceList = msgspec.field(default_factory=dict)
+    limits: ResourceList = msgspec.field(default_factory=dict)
+
+
+class PersistentVolumeClaimSpec(Record, frozen=True):
+    """What a claim asks of a volume (the PersistentVolumeClaim object is in allot.model.storage)."""
+
+    access_modes: tuple[str, ...] = ()
+    selector: LabelSelector | None = None
+    resources: VolumeResourceRequirements = msgspec.field(default_factory=VolumeResourceRequirements)
+    volume_name: str = ""
+    storage_class_name: str | None = None
+    volume_mode: str | None = None
+    volume_attributes_class_name: str | None = None
+
+
+class PersistentVolumeClaimTemplate(Record, frozen=True):
+    """A generic ephemeral volume's claim: the ephemeral volume controller creates it as `<pod>-<volume>`."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PersistentVolumeClaimSpec = msgspec.field(default_factory=PersistentVolumeClaimSpec)
+
+
+class EphemeralVolumeSource(Record, frozen=True):
+    volume_claim_template: PersistentVolumeClaimTemplate | None = None
+
+
+class CSIVolumeSource(Record, frozen=True):
+    """An inline CSI volume (counted by no attach limit, as upstream)."""
+
+    driver: str = ""
+    read_only: bool | None = None
+
+
+class GCEPersistentDiskVolumeSource(Record, frozen=True):
+    pd_name: str = ""
+    fs_type: str = ""
+    partition: int = 0
+    read_only: bool = False
+
+
+class AWSElasticBlockStoreVolumeSource(Record, frozen=True):
+    volume_id: str = msgspec.field(default="", name="volumeID")
+    fs_type: str = ""
+    partition: int = 0
+    read_only: bool = False
+
+
+class RBDVolumeSource(Record, frozen=True):
+    monitors: tuple[str, ...] = ()
+    image: str = ""
+    pool: str = ""
+    read_only: bool = False
+
+
+class ISCSIVolumeSource(Record, frozen=True):
+    target_portal: str = ""
+    iqn: str = ""
+    lun: int = 0
+    read_only: bool = False
+
+
+class ImageVolumeSource(Record, frozen=True):
+    """An OCI image mounted as a volume (ImageLocality counts its image)."""
+
+    reference: str = ""
+    pull_policy: str = ""
+
+
+class Volume(Record, frozen=True):
+    """`spec.volumes[]`: only the sources that bind, attach or pull something are modelled."""
+
+    name: str = ""
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: EphemeralVolumeSource | None = None
+    csi: CSIVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+    image: ImageVolumeSource | None = None
 
 
 class PodSchedulingGate(Record, frozen=True):
@@ -151,6 +256,8 @@ class PodSpec(Record, frozen=True):
     preemption_policy: str | None = None
     scheduler_name: str = ""
     resource_claims: tuple[PodResourceClaim, ...] = ()
+    volumes: tuple[Volume, ...] = ()
+    host_network: bool = False
     node_name: str = ""
     restart_policy: str = ""
     termination_grace_period_seconds: int | None = None
@@ -203,10 +310,18 @@ class NodeSpec(Record, frozen=True):
     provider_id: str = msgspec.field(default="", name="providerID")
 
 
+class ContainerImage(Record, frozen=True):
+    """An image the node holds (`status.images[]`), under each of its names."""
+
+    names: tuple[str, ...] = ()
+    size_bytes: int = 0
+
+
 class NodeStatus(Record, frozen=True):
     capacity: ResourceList = msgspec.field(default_factory=dict)
     allocatable: ResourceList = msgspec.field(default_factory=dict)
     conditions: tuple[Condition, ...] = ()
+    images: tuple[ContainerImage, ...] = ()
 
 
 class Node(Object, frozen=True):

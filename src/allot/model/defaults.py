@@ -11,8 +11,20 @@ from typing import TypeVar
 
 from msgspec.structs import replace
 
-from allot.model.base import Object
-from allot.model.core import Container, Node, Pod, PodSpec
+from allot.model.base import LabelSelector, LabelSelectorRequirement, Object
+from allot.model.core import (
+    Affinity,
+    Container,
+    ContainerPort,
+    Namespace,
+    Node,
+    Pod,
+    PodAffinity,
+    PodAffinityTerm,
+    PodSpec,
+    TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
+)
 from allot.model.resource import (
     DeviceRequest,
     DeviceToleration,
@@ -22,11 +34,14 @@ from allot.model.resource import (
     ResourceClaimTemplate,
 )
 from allot.model.scheduling import PriorityClass
+from allot.model.storage import IMMEDIATE, StorageClass
 
 ALLOCATION_MODE_EXACT_COUNT = "ExactCount"
 ALLOCATION_MODE_ALL = "All"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+# The label the API server puts on every Namespace (namespace selectors rely on it).
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 _O = TypeVar("_O", bound=Object)
 
@@ -59,8 +74,19 @@ def _request(request: DeviceRequest) -> DeviceRequest:
     return replace(request, first_available=tuple(subrequests))
 
 
-def _container_requests(container: Container) -> Container:
-    """A limit without a request means the request equals the limit (API server defaulting)."""
+def _port(port: ContainerPort, host_network: bool) -> ContainerPort:
+    if not port.protocol:
+        port = replace(port, protocol="TCP")
+    if host_network and port.host_port == 0:
+        port = replace(port, host_port=port.container_port)
+    return port
+
+
+def _container(container: Container, host_network: bool) -> Container:
+    """A limit without a request means the request equals the limit; ports default to TCP, and
+    to the container port on the host with hostNetwork (API server defaulting)."""
+    if container.ports:
+        container = replace(container, ports=tuple(_port(p, host_network) for p in container.ports))
     resources = container.resources
     missing = {name: value for name, value in resources.limits.items() if name not in resources.requests}
     if not missing:
@@ -69,14 +95,82 @@ def _container_requests(container: Container) -> Container:
     return replace(container, resources=replace(resources, requests=requests))
 
 
-def _pod_spec(spec: PodSpec) -> PodSpec:
+def _with_label_keys(
+    selector: LabelSelector | None, labels: dict[str, str], keys: tuple[str, ...], operator: str
+) -> LabelSelector | None:
+    """The selector with `key <operator> [the pod's value]` added for each key the pod has a label
+    for: what the API server does with matchLabelKeys (In) and mismatchLabelKeys (NotIn) when a
+    pod is created. A requirement already there (a pod read back from the API) is not added again."""
+    if selector is None or not keys:
+        return selector
+    expressions = list(selector.match_expressions)
+    for key in keys:
+        if key in labels:
+            requirement = LabelSelectorRequirement(key=key, operator=operator, values=(labels[key],))
+            if requirement not in expressions:
+                expressions.append(requirement)
+    if len(expressions) == len(selector.match_expressions):
+        return selector
+    return replace(selector, match_expressions=tuple(expressions))
+
+
+def _affinity_term(term: PodAffinityTerm, labels: dict[str, str]) -> PodAffinityTerm:
+    selector = _with_label_keys(term.label_selector, labels, term.match_label_keys, "In")
+    selector = _with_label_keys(selector, labels, term.mismatch_label_keys, "NotIn")
+    return term if selector is term.label_selector else replace(term, label_selector=selector)
+
+
+def _pod_affinity(affinity: PodAffinity | None, labels: dict[str, str]) -> PodAffinity | None:
+    if affinity is None:
+        return None
+    required = tuple(
+        _affinity_term(t, labels) for t in affinity.required_during_scheduling_ignored_during_execution
+    )
+    preferred = tuple(
+        WeightedPodAffinityTerm(
+            weight=w.weight, pod_affinity_term=_affinity_term(w.pod_affinity_term, labels)
+        )
+        for w in affinity.preferred_during_scheduling_ignored_during_execution
+    )
+    return replace(
+        affinity,
+        required_during_scheduling_ignored_during_execution=required,
+        preferred_during_scheduling_ignored_during_execution=preferred,
+    )
+
+
+def _affinity(affinity: Affinity | None, labels: dict[str, str]) -> Affinity | None:
+    if affinity is None or (affinity.pod_affinity is None and affinity.pod_anti_affinity is None):
+        return affinity
+    return replace(
+        affinity,
+        pod_affinity=_pod_affinity(affinity.pod_affinity, labels),
+        pod_anti_affinity=_pod_affinity(affinity.pod_anti_affinity, labels),
+    )
+
+
+def _spread(constraint: TopologySpreadConstraint, labels: dict[str, str]) -> TopologySpreadConstraint:
+    selector = _with_label_keys(constraint.label_selector, labels, constraint.match_label_keys, "In")
+    return (
+        constraint if selector is constraint.label_selector else replace(constraint, label_selector=selector)
+    )
+
+
+def _pod_spec(spec: PodSpec, labels: dict[str, str]) -> PodSpec:
     if not spec.scheduler_name:
         spec = replace(spec, scheduler_name=DEFAULT_SCHEDULER_NAME)
     if spec.preemption_policy is None:
         spec = replace(spec, preemption_policy=PREEMPT_LOWER_PRIORITY)
-    containers = tuple(_container_requests(c) for c in spec.containers)
-    init_containers = tuple(_container_requests(c) for c in spec.init_containers)
-    return replace(spec, containers=containers, init_containers=init_containers)
+    containers = tuple(_container(c, spec.host_network) for c in spec.containers)
+    init_containers = tuple(_container(c, spec.host_network) for c in spec.init_containers)
+    spread = tuple(_spread(c, labels) for c in spec.topology_spread_constraints)
+    return replace(
+        spec,
+        containers=containers,
+        init_containers=init_containers,
+        affinity=_affinity(spec.affinity, labels),
+        topology_spread_constraints=spread,
+    )
 
 
 def default_claim_spec(spec: ResourceClaimSpec) -> ResourceClaimSpec:
@@ -94,7 +188,7 @@ def apply_defaults(obj: _O) -> _O:
     elif isinstance(result, ResourceClaimTemplate):
         result = replace(result, spec=replace(result.spec, spec=default_claim_spec(result.spec.spec)))
     elif isinstance(result, Pod):
-        result = replace(result, spec=_pod_spec(result.spec))
+        result = replace(result, spec=_pod_spec(result.spec, result.metadata.labels))
     elif isinstance(result, Node):
         # The kubelet always reports allocatable; hand-written nodes often give only capacity.
         if result.status.capacity and not result.status.allocatable:
@@ -102,4 +196,12 @@ def apply_defaults(obj: _O) -> _O:
             result = replace(result, status=status)
     elif isinstance(result, PriorityClass) and result.preemption_policy is None:
         result = replace(result, preemption_policy=PREEMPT_LOWER_PRIORITY)
+    elif isinstance(result, StorageClass):
+        if result.volume_binding_mode is None:
+            result = replace(result, volume_binding_mode=IMMEDIATE)
+        if result.reclaim_policy is None:
+            result = replace(result, reclaim_policy="Delete")
+    elif isinstance(result, Namespace) and result.metadata.labels.get(NAMESPACE_NAME_LABEL) != result.name:
+        labels = {**result.metadata.labels, NAMESPACE_NAME_LABEL: result.name}
+        result = replace(result, metadata=replace(result.metadata, labels=labels))
     return result  # type: ignore[return-value]

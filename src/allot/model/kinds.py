@@ -21,6 +21,8 @@ from allot.model.resource import (
     ResourceSlice,
 )
 from allot.model.scheduling import PodDisruptionBudget, PriorityClass
+from allot.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from allot.model.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 
 OBJECT_TYPES: tuple[type[Object], ...] = (
     Node,
@@ -40,6 +42,14 @@ OBJECT_TYPES: tuple[type[Object], ...] = (
     WorkloadPriorityClass,
     Topology,
     Configuration,
+    PersistentVolumeClaim,
+    PersistentVolume,
+    StorageClass,
+    CSINode,
+    Service,
+    ReplicationController,
+    ReplicaSet,
+    StatefulSet,
 )
 
 _BY_GROUP_KIND: dict[tuple[str, str], type[Object]] = {(t.API_GROUP, t.KIND): t for t in OBJECT_TYPES}

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from allot.model.core import (
     Container,
     Node,
+    NodeAffinity,
     NodeSelector,
     NodeSelectorTerm,
     Pod,
@@ -124,6 +125,18 @@ def check_node_selector(problems: Problems, path: str, selector: NodeSelector) -
         problems.required(f"{path}.nodeSelectorTerms", "must have at least one node selector term")
     for i, term in enumerate(selector.node_selector_terms):
         check_node_selector_term(problems, f"{path}.nodeSelectorTerms[{i}]", term)
+
+
+def check_node_affinity(problems: Problems, path: str, affinity: NodeAffinity) -> None:
+    """Required terms as a node selector; preferred terms weighted 1-100."""
+    required = affinity.required_during_scheduling_ignored_during_execution
+    if required is not None:
+        check_node_selector(problems, f"{path}.requiredDuringSchedulingIgnoredDuringExecution", required)
+    for i, preferred in enumerate(affinity.preferred_during_scheduling_ignored_during_execution):
+        at = f"{path}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+        if not 1 <= preferred.weight <= 100:
+            problems.invalid(f"{at}.weight", preferred.weight, "must be in the range 1-100")
+        check_node_selector_term(problems, f"{at}.preference", preferred.preference)
 
 
 def check_node_name(problems: Problems, path: str, name: str) -> None:
@@ -257,18 +270,7 @@ def validate_pod(pod: Pod, where: Location) -> list[ManifestError]:
     problems.labels("spec.nodeSelector", spec.node_selector)
     affinity = spec.affinity.node_affinity if spec.affinity is not None else None
     if affinity is not None:
-        required = affinity.required_during_scheduling_ignored_during_execution
-        if required is not None:
-            check_node_selector(
-                problems,
-                "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
-                required,
-            )
-        for i, preferred in enumerate(affinity.preferred_during_scheduling_ignored_during_execution):
-            at = f"spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
-            if not 1 <= preferred.weight <= 100:
-                problems.invalid(f"{at}.weight", preferred.weight, "must be in the range 1-100")
-            check_node_selector_term(problems, f"{at}.preference", preferred.preference)
+        check_node_affinity(problems, "spec.affinity.nodeAffinity", affinity)
     if spec.node_name:
         check_node_name(problems, "spec.nodeName", spec.node_name)
     if spec.priority_class_name:

@@ -21,9 +21,11 @@ from collections.abc import Callable, Sequence
 from allot.model import (
     validate_core,
     validate_kueue,
+    validate_pod_placement,
     validate_resource,
     validate_scheduling,
     validate_slice,
+    validate_storage,
 )
 from allot.model.base import Object
 from allot.model.core import Namespace
@@ -130,8 +132,10 @@ __all__ = [
     "validate_kueue",
     "validate_metadata",
     "validate_object",
+    "validate_pod_placement",
     "validate_resource",
     "validate_scheduling",
     "validate_slice",
+    "validate_storage",
     "validate_together",
 ]

@@ -22,6 +22,7 @@ from msgspec.structs import replace
 
 from allot.admission.state import AdmissionState
 from allot.cluster.invariants import check
+from allot.cluster.pod_index import claim_names
 from allot.cluster.state import ClusterState
 from allot.dra import AllocationError, Allocator, NoAllocation
 from allot.engine.decisions import Admitted, Bound, CycleResult, Deallocated, Decision, Evicted, Waiting
@@ -30,6 +31,7 @@ from allot.model.base import Object
 from allot.model.core import Pod, PodResourceClaimStatus
 from allot.model.kueue import ClusterQueue, Topology
 from allot.model.loader import Manifests
+from allot.model.storage import ANN_SELECTED_NODE
 from allot.model.timestamps import parse_timestamp
 from allot.scheduling.profile import DEFAULT_SCHEDULER_NAME, Profile
 from allot.scheduling.scheduler import Unschedulable
@@ -183,11 +185,14 @@ def explain(result: PlanResult, pod_key: str) -> Explanation:
 
 
 def resulting_objects(result: PlanResult) -> list[Object]:
-    """Pods with spec.nodeName and ResourceClaims with status, for every pod placed by this plan."""
+    """Pods with spec.nodeName and ResourceClaims with status, for every pod placed by this plan;
+    with the PersistentVolumeClaims (and the volumes) their placement bound or sent to
+    provisioning (`volume.kubernetes.io/selected-node`)."""
     state = result.state
     placed = {d.pod for d in result.bound}
     objects: list[Object] = []
     claim_keys: set[str] = set()
+    volume_claims: set[str] = set()
     for key in sorted(placed):
         info = state.pods[key]
         if info.node is None:
@@ -213,5 +218,15 @@ def resulting_objects(result: PlanResult) -> list[Object]:
             )
         )
         claim_keys.update(k for _, k in info.claims if k in state.claims)
+        volume_claims.update(k for k in claim_names(pod) if k in state.storage.claims)
     objects.extend(state.claims[k] for k in sorted(claim_keys))
+    storage = state.storage
+    claims = [storage.claims[k] for k in sorted(volume_claims)]
+    decided = [c for c in claims if c.spec.volume_name or ANN_SELECTED_NODE in c.metadata.annotations]
+    objects.extend(decided)
+    objects.extend(
+        storage.volumes[name]
+        for name in sorted({c.spec.volume_name for c in decided if c.spec.volume_name})
+        if name in storage.volumes
+    )
     return objects

@@ -45,6 +45,17 @@ class PodReader(Protocol):
         ...
 
 
+@runtime_checkable
+class VersionedReader(Protocol):
+    """A reader whose keys depend on the cluster too: keys are made again when the version changes."""
+
+    def equivalence_version(self, state: ClusterState) -> object: ...
+
+
+def _versions(state: ClusterState, readers: Sequence[PodReader]) -> tuple[object, ...]:
+    return tuple(r.equivalence_version(state) for r in readers if isinstance(r, VersionedReader))
+
+
 def _open_claims(state: ClusterState, info: PodInfo) -> list[ResourceClaim] | None:
     """The pod's claims if none is missing or already allocated (else the pod has no peers)."""
     if info.missing or info.pod.spec.node_name:
@@ -75,24 +86,26 @@ class EquivalenceClasses:
     _LIMIT = 100_000
 
     def __init__(self) -> None:
-        self._known: dict[str, tuple[Pod, tuple[ResourceClaim, ...], bytes]] = {}
+        self._known: dict[str, tuple[Pod, tuple[ResourceClaim, ...], tuple[object, ...], bytes]] = {}
 
     def of(self, state: ClusterState, info: PodInfo, readers: Sequence[PodReader]) -> bytes | None:
         claims = _open_claims(state, info)
         if claims is None:
             return None
+        versions = _versions(state, readers)
         known = self._known.get(info.key)
         if (
             known is not None
             and known[0] is info.pod
+            and known[2] == versions
             and len(known[1]) == len(claims)
             and all(a is b for a, b in zip(known[1], claims, strict=True))
         ):
-            return known[2]
+            return known[3]
         encoded = _encode(state, info, claims, readers)
         if len(self._known) >= self._LIMIT:
             self._known.clear()
-        self._known[info.key] = (info.pod, tuple(claims), encoded)
+        self._known[info.key] = (info.pod, tuple(claims), versions, encoded)
         return encoded
 
 

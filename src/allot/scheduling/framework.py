@@ -14,7 +14,14 @@ A cycle places one pod. Plugins implement only the points they need:
 * `ScorePlugin.score(cycle, nodes)` returns a 0-100 score for each
   feasible node; the profile weighs and sums them.
 * `ReservePlugin.reserve(cycle, index)` commits the plugin's part of the
-  decision for the chosen node (for DRA: the allocation) into the cycle.
+  decision for the chosen node (for DRA: the allocation; for VolumeBinding:
+  the claims to bind) into the cycle.
+
+A plugin may also declare `wake_on` (the cluster events that can undo its
+rejection, `allot.scheduling.hints`), `wake_anywhere` (those of them that
+can change its verdict on nodes other than the one the event happened on:
+inter-pod affinity, spreading), and `equivalence_key` (what it reads of the
+pod beyond its spec, `allot.scheduling.equivalence`).
 
 Every plugin is one module in `allot.scheduling.plugins` and names itself.
 """
@@ -62,6 +69,17 @@ class Cycle:
     served_by_claims: frozenset[str] = frozenset()
     # Per-node statuses from node filters, for diagnosis.
     node_statuses: dict[int, Status] = field(default_factory=dict)
+    # Volume claims to bind on the chosen node: (claim key, volume name, or "" to provision there).
+    volumes: list[tuple[str, str]] = field(default_factory=list)
+    # Nodes pre-filters narrowed the pod to (kube-scheduler's PreFilterResult; None: all), and the
+    # plugins that did: every other node is rejected before any filter runs.
+    eligible: BoolArray | None = None
+    narrowed_by: list[str] = field(default_factory=list)
+
+    def narrow(self, plugin: str, nodes: BoolArray) -> None:
+        """A pre-filter's PreFilterResult: only `nodes` can take the pod."""
+        self.eligible = nodes if self.eligible is None else self.eligible & nodes
+        self.narrowed_by.append(plugin)
 
 
 class Plugin(Protocol):

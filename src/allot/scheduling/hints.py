@@ -19,6 +19,11 @@ event could help. Here the same, as data:
   node (claims, slices, device classes, devices freed in pools shared by
   several nodes) wake the pod.
 
+* a plugin whose verdict on a node depends on pods and labels of other
+  nodes (InterPodAffinity, PodTopologySpread: a whole topology domain)
+  declares `wake_anywhere`: events of those kinds wake a pod it rejected
+  whatever node they happened on, without the one-node re-check.
+
 The hints never skip a pod that would now fit: with them the engine makes
 the decisions it makes when it retries every pod every cycle, only faster.
 """
@@ -27,7 +32,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from allot.cluster.events import ALL_KINDS, NODE_EVENTS, ClusterEvent, ClusterEventKind
+from allot.cluster.events import ALL_KINDS, NODE_EVENTS, POD_EVENTS, ClusterEvent, ClusterEventKind
+from allot.cluster.pod_index import TermKind, has_pod_affinity
 from allot.cluster.state import ClusterState
 from allot.scheduling.diagnosis import Diagnosis
 from allot.scheduling.node_statuses import NodeStatuses
@@ -38,6 +44,8 @@ from allot.scheduling.status import Code
 PREEMPTION_EVENTS = NODE_EVENTS | {ClusterEventKind.POD_BOUND, ClusterEventKind.POD_LEFT}
 # Nodes the caller did not allow (a Kueue flavor, a topology domain): only node changes help.
 NOT_ALLOWED = ""
+# What can change a verdict anywhere for a pod placed by other pods (affinity, spreading).
+ANYWHERE = NODE_EVENTS | POD_EVENTS
 
 
 def rejecting_plugins(diagnosis: Diagnosis) -> frozenset[str]:
@@ -69,13 +77,15 @@ class Hints:
         self.state: ClusterState = scheduler.state
         self._declared: dict[tuple[str, str], frozenset[ClusterEventKind]] = {}
 
-    def _wake_on(self, scheduler_name: str, plugin: str) -> frozenset[ClusterEventKind]:
-        key = (scheduler_name, plugin)
+    def _declaration(
+        self, scheduler_name: str, plugin: str, attribute: str, default: frozenset[ClusterEventKind]
+    ) -> frozenset[ClusterEventKind]:
+        key = (scheduler_name, f"{plugin}/{attribute}")
         found = self._declared.get(key)
         if found is None:
-            found = ALL_KINDS
+            found = default
             if plugin == NOT_ALLOWED:
-                found = NODE_EVENTS
+                found = NODE_EVENTS if attribute == "wake_on" else frozenset()
             else:
                 plugins = self.scheduler.plugins(scheduler_name)
                 named = [
@@ -89,9 +99,35 @@ class Hints:
                     if p.name == plugin
                 ]
                 if named:
-                    found = getattr(named[0], "wake_on", ALL_KINDS)
+                    found = getattr(named[0], attribute, default)
             self._declared[key] = found
         return found
+
+    def _wake_on(self, scheduler_name: str, plugin: str) -> frozenset[ClusterEventKind]:
+        return self._declaration(scheduler_name, plugin, "wake_on", ALL_KINDS)
+
+    def anywhere_kinds(self, pod_key: str, diagnosis: Diagnosis) -> frozenset[ClusterEventKind]:
+        """The kinds whose events could let this failed pod fit on nodes other than their own."""
+        name = self.state.pods[pod_key].pod.spec.scheduler_name
+        kinds: frozenset[ClusterEventKind] = frozenset()
+        for plugin in rejecting_plugins(diagnosis):
+            kinds |= self._declaration(name, plugin, "wake_anywhere", frozenset())
+        return kinds
+
+    def depends_on_other_nodes(self, pod_key: str) -> bool:
+        """Whether a pod could be kept from a node by pods on other nodes (for failures without a
+        diagnosis): it has inter-pod affinity, spreading or volumes, or some bound pod has
+        required anti-affinity."""
+        info = self.state.pods.get(pod_key)
+        if info is None:
+            return False
+        spec = info.pod.spec
+        if has_pod_affinity(info.pod) or spec.topology_spread_constraints or spec.volumes:
+            return True
+        if self.state.pod_index.has_terms(TermKind.REQUIRED_ANTI_AFFINITY):
+            return True
+        plugins = self.scheduler.plugins(spec.scheduler_name)
+        return plugins is not None and any(getattr(p, "hard_defaults", False) for p in plugins.mask_filters)
 
     def wake_kinds(
         self, pod_key: str, diagnosis: Diagnosis, *, preempting: bool

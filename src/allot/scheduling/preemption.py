@@ -50,6 +50,10 @@ from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
 from allot.scheduling.status import Code, Status
 
 PREEMPTION = "preemption"
+# What DynamicResources' post-filter says (it runs before preemption) when the pod has no claim, and
+# when it has some but none to deallocate.
+NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
+STILL_NOT_SCHEDULABLE = "still not schedulable"
 # kube-scheduler's words for nodes where preemption cannot help, and nodes with nothing to preempt.
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -228,8 +232,15 @@ class Preemptor:
         if lowest is None or lowest >= pod.priority:
             # Nothing of lower priority runs anywhere: each node would say so when tried.
             return Attempt(None, _summary(diagnosis.total_nodes, dict.fromkeys(resolvable, (NO_VICTIMS,))))
-        # kube-scheduler's calculateNumCandidates, over the nodes preemption could help on.
-        limit = max(len(resolvable) * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE)
+        # kube-scheduler's calculateNumCandidates (the profile's DefaultPreemptionArgs), over the
+        # nodes preemption could help on.
+        profile = self.scheduler.profile_of(pod_key)
+        percentage, absolute = (
+            profile.preemption_candidates
+            if profile is not None
+            else (MIN_CANDIDATE_NODES_PERCENTAGE, MIN_CANDIDATE_NODES_ABSOLUTE)
+        )
+        limit = max(len(resolvable) * percentage // 100, absolute)
         budgets = allowances(state)
         gang_index: dict[str, tuple[str, ...]] | None = None
 
@@ -257,6 +268,16 @@ class Preemptor:
         if best is not None:
             return Attempt(best, "")
         return Attempt(None, _summary(diagnosis.total_nodes, reasons))
+
+
+def post_filter_message(dra: bool, has_claims: bool, preemption: str) -> str:
+    """kube-scheduler's post-filter account: DynamicResources' (when its post-filter runs: `dra`)
+    and then preemption's (when it ran), joined as its framework joins post-filter reasons.
+    `has_claims`: the pod has claims (its own, or one for extended resources served by DRA)."""
+    if not dra:
+        return preemption
+    note = STILL_NOT_SCHEDULABLE if has_claims else NO_CLAIMS_TO_DEALLOCATE
+    return f"{note}, {preemption}" if preemption else f"{note}."
 
 
 def _summary(total: int, reasons: Mapping[int, tuple[str, ...]]) -> str:

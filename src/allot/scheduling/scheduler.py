@@ -58,6 +58,8 @@ class Placement:
     # Claims created for the pod at binding (extended resources served by DRA), by pod entry name.
     new_claims: Mapping[str, ResourceClaim] = field(default_factory=dict)
     served_by_claims: frozenset[str] = frozenset()
+    # Volume claims bound (to the named volume) or left to provisioning ("") on the node.
+    volumes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,12 @@ class ProfilePlugins:
     readers: list[PodReader] = field(default_factory=list)
 
 
+def _narrowed(cycle: Cycle, outside: BoolArray) -> Rejection:
+    """kube-scheduler's status for nodes outside the pre-filters' PreFilterResult."""
+    plugins = " ".join(sorted(set(cycle.narrowed_by)))
+    return Rejection(f"node(s) didn't satisfy plugin(s) [{plugins}]", outside, Code.UNRESOLVABLE)
+
+
 def _instantiate(profile: Profile) -> ProfilePlugins:
     built: dict[str, Plugin] = {}
 
@@ -94,6 +102,10 @@ def _instantiate(profile: Profile) -> ProfilePlugins:
         return built[name]
 
     plugins = ProfilePlugins(profile)
+    for name in profile.pre_filter_only:
+        plugin = get(name)
+        if isinstance(plugin, PreFilter):
+            plugins.pre_filters.append(plugin)
     for name in profile.filters:
         plugin = get(name)
         if isinstance(plugin, PreFilter):
@@ -145,6 +157,16 @@ class Scheduler:
             self._plugins[scheduler_name] = _instantiate(profile)
         return self._plugins[scheduler_name]
 
+    def profile_of(self, pod_key: str) -> Profile | None:
+        """The profile that schedules the pod (None: no profile for its schedulerName)."""
+        plugins = self.plugins(self.state.pods[pod_key].pod.spec.scheduler_name)
+        return plugins.profile if plugins is not None else None
+
+    def runs_preemption(self, pod_key: str) -> bool:
+        """Whether the pod's profile enables DefaultPreemption (at postFilter)."""
+        profile = self.profile_of(pod_key)
+        return profile is not None and profile.preemption
+
     def equivalence_class(self, pod_key: str) -> bytes | None:
         """Pods of one class succeed or fail alike (see `allot.scheduling.equivalence`); None: no class."""
         info = self.state.pods[pod_key]
@@ -178,11 +200,17 @@ class Scheduler:
                     ("", Rejection(allowed_reason or "node(s) not allowed", outside, Code.UNRESOLVABLE))
                 )
             candidates &= allowed
+        if cycle.eligible is not None:
+            outside = candidates & ~cycle.eligible
+            if outside.any():
+                rejections.append((cycle.narrowed_by[0], _narrowed(cycle, outside)))
+            candidates &= cycle.eligible
         for mask_filter in plugins.mask_filters:
-            for rejection in mask_filter.filter_mask(cycle, candidates):
+            found = mask_filter.filter_mask(cycle, candidates)
+            for rejection in found:
                 rejections.append((mask_filter.name, rejection))
                 candidates &= ~rejection.nodes
-            if not candidates.any():
+            if found and not candidates.any():
                 break
 
         feasible = self._node_filter(cycle, plugins, np.flatnonzero(candidates).astype(np.int64))
@@ -207,9 +235,11 @@ class Scheduler:
                     float(scores[position]),
                     new_claims=dict(cycle.new_claims),
                     served_by_claims=cycle.served_by_claims,
+                    volumes=tuple(cycle.volumes),
                 )
             cycle.allocations.clear()
             cycle.new_claims.clear()
+            cycle.volumes.clear()
             # The node passed the filters but a plugin refused to reserve it: that is its reason.
             cycle.node_statuses[index] = refused
         names = {
@@ -227,6 +257,8 @@ class Scheduler:
             return False
         cycle = Cycle(self.state, info)
         if not all(pre.pre_filter(cycle).ok for pre in plugins.pre_filters):
+            return False
+        if cycle.eligible is not None and not cycle.eligible[index]:
             return False
         candidates = np.zeros(self.state.nodes.size, dtype=np.bool_)
         candidates[index] = True
@@ -319,5 +351,9 @@ class Scheduler:
         for entry, claim in placement.new_claims.items():
             self.state.attach_claim(pod_key, entry, claim)
         self.state.bind(
-            pod_key, placement.node, placement.allocations, served_by_claims=placement.served_by_claims
+            pod_key,
+            placement.node,
+            placement.allocations,
+            served_by_claims=placement.served_by_claims,
+            volumes=placement.volumes,
         )

@@ -133,6 +133,10 @@ def _table(summaries: list[Summary]) -> Table:
             "unallocated / fragmented GPUs",
             lambda s: f"{fmt.pct(s.unallocated_pct)} / {fmt.pct(s.fragmented_pct)}",
         ),
+        (
+            "idle while work waited (usable by it)",
+            lambda s: f"{fmt.pct(s.idle_while_waiting_pct)} ({fmt.pct(s.idle_usable_while_waiting_pct)})",
+        ),
         ("queue wait p50 / p95", lambda s: f"{fmt.duration(s.wait.p50)} / {fmt.duration(s.wait.p95)}"),
         ("worst fair-share ratio", lambda s: fmt.ratio(s.min_fair_share_ratio)),
         ("Jain's index", lambda s: fmt.ratio(s.jain)),

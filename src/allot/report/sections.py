@@ -54,6 +54,7 @@ def summary(summaries: Sequence[Summary], descriptions: dict[str, str]) -> str:
         ("Unallocated GPUs", lambda s: fmt.pct(s.unallocated_pct)),
         ("Fragmented GPUs", lambda s: fmt.pct(s.fragmented_pct)),
         ("Idle GPUs while work waited", lambda s: fmt.pct(s.idle_while_waiting_pct)),
+        ("... that waiting work could use", lambda s: fmt.pct(s.idle_usable_while_waiting_pct)),
         (
             "Queue wait p50 / p95 / p99",
             lambda s: " / ".join(fmt.duration(v) for v in (s.wait.p50, s.wait.p95, s.wait.p99)),
@@ -187,10 +188,15 @@ def fragmentation(results: Sequence[SimResult], summaries: Sequence[Summary]) ->
             fmt.pct(s.unallocated_pct),
             fmt.pct(s.fragmented_pct),
             fmt.pct(s.idle_while_waiting_pct),
+            fmt.pct(s.idle_usable_while_waiting_pct),
         ]
         for s in summaries
     ]
-    body = table(["policy", "unallocated", "fragmented", "idle while work waited"], rows, raw=True)
+    body = table(
+        ["policy", "unallocated", "fragmented", "idle while work waited", "idle, usable by waiting work"],
+        rows,
+        raw=True,
+    )
     body += _per_policy(
         results,
         plots.fragmentation,

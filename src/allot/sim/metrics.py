@@ -9,7 +9,9 @@ Definitions (docs/simulator.md repeats them for users):
 * Unallocated %: 100 − allocation %. Fragmented %: free share of GPUs that
   are partly taken (usable by fractional work only), over capacity.
   Idle-while-waiting %: unallocated share averaged over the time some GPU
-  work was pending (GPUs left idle while jobs waited).
+  pod was pending (GPUs left idle while jobs waited); idle usable while
+  waiting %: the same counting only the GPUs a waiting pod could run on
+  (its device classes and selectors select a device of that GPU).
 * Queue wait: from arrival until every pod of the job had started once;
   a job still waiting at the end counts end − arrival (a lower bound).
   Completion time (JCT): from arrival to the last pod's completion, for
@@ -106,6 +108,7 @@ class Summary:
     unallocated_pct: float | None
     fragmented_pct: float | None
     idle_while_waiting_pct: float | None
+    idle_usable_while_waiting_pct: float | None
     wait: Distribution
     jct: Distribution
     tenants: list[TenantSummary]
@@ -146,6 +149,23 @@ def _pct(numerator: float | None, denominator: float | None) -> float | None:
     return 100.0 * numerator / denominator
 
 
+def idle_while_waiting(result: SimResult) -> tuple[float | None, float | None]:
+    """(% of the GPUs idle, % idle that a waiting pod could use), averaged over the time GPU pods
+    waited; None when none ever did."""
+    s = result.samples
+    t = s.time
+    if not len(t):
+        return None, None
+    mask = s.waiting > 1e-9
+    weight = (np.append(t[1:], result.end) - t)[mask]
+    capacity = float((s.capacity[mask] * weight).sum())
+    if not mask.any() or weight.sum() <= 0 or capacity <= 0:
+        return None, None
+    free = np.maximum(s.capacity - s.allocated, 0.0)[mask]
+    usable = np.minimum(s.wanted_free[mask], free)
+    return 100.0 * float((free * weight).sum()) / capacity, 100.0 * float((usable * weight).sum()) / capacity
+
+
 def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
     s = result.samples
     end = result.end
@@ -156,17 +176,7 @@ def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
         return _pct(time_mean(t, values, end), capacity)
 
     allocation = share(s.allocated)
-    gpu_waiting = (
-        (s.tenant_demand.sum(axis=1) - s.tenant_allocated.sum(axis=1)) > 1e-9 if len(t) else np.zeros(0)
-    )
-    idle = None
-    if gpu_waiting.any():
-        free = np.maximum(s.capacity - s.allocated, 0.0)
-        mask = gpu_waiting
-        spans = np.append(t[1:], end) - t
-        weight = spans[mask]
-        if weight.sum() > 0:
-            idle = 100.0 * float((free[mask] * weight).sum() / max((s.capacity[mask] * weight).sum(), 1e-9))
+    idle, idle_usable = idle_while_waiting(result)
     held, fair, contended_seconds = share_ratios(
         t, end, s.capacity, s.tenant_demand, s.tenant_allocated, result.weights
     )
@@ -221,6 +231,7 @@ def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
         unallocated_pct=None if allocation is None else 100.0 - allocation,
         fragmented_pct=share(s.fragmented),
         idle_while_waiting_pct=idle,
+        idle_usable_while_waiting_pct=idle_usable,
         wait=Distribution.of(waits(result.jobs, end)),
         jct=Distribution.of(completion_times(result.jobs)),
         tenants=tenants,

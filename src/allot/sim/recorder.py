@@ -90,6 +90,11 @@ class Recorder:
         self._alloc = np.zeros(count)
         self._demand = np.zeros(count)
         self._pending = np.zeros(count, dtype=np.int64)
+        # GPU-equivalents of the GPU pods waiting, and per pod shape the pods waiting and the GPUs
+        # they could use (`usable`, given at arrival): what "idle while work waited" is judged by.
+        self._waiting = 0.0
+        self._shape_waiting: dict[str, int] = {}
+        self._usable: dict[str, np.ndarray] = {}
         self._running = 0
         self._series: dict[str, list[float]] = {k: [] for k in _SCALARS}
         self._tenant_series: dict[str, list[np.ndarray]] = {"alloc": [], "demand": [], "pending": []}
@@ -123,11 +128,15 @@ class Recorder:
         if self.trace is not None:
             self.trace.append(TraceEntry(time, kind, subject, detail))
 
-    def arrived(self, job: Job, shape: PodShape, now: float) -> None:
+    def arrived(self, job: Job, shape: PodShape, now: float, usable: np.ndarray | None = None) -> None:
+        """`usable`: which GPUs (by inventory index) the job's pods could run on; None: none."""
         self._jobs[job.key] = _JobState(job, shape)
         t = self._tenant_index[job.tenant]
         self._demand[t] += job.pods * shape.gpus
         self._pending[t] += job.pods
+        if usable is not None and job.shape not in self._usable:
+            self._usable[job.shape] = usable
+        self._wait(self._jobs[job.key], job.pods)
         self._log(now, TraceKind.ARRIVAL, job.key, f"{job.pods} pod(s)")
 
     def bound(
@@ -155,6 +164,7 @@ class Recorder:
             taken += max(compute, memory)
         self._alloc[t] += taken
         self._pending[t] -= 1
+        self._wait(state, -1)
         self._running += 1
         self._open[pod] = (usage, now, t)
         self._close_reason(pod, now)
@@ -191,6 +201,15 @@ class Recorder:
             self._log(now, TraceKind.COMPLETION, pod)
         else:
             self._pending[t] += 1
+            self._wait(state, 1)
+
+    def _wait(self, state: _JobState, pods: int) -> None:
+        """`pods` more (or fewer) pods of the job's shape wait."""
+        if state.shape.gpus <= 0:
+            return
+        self._waiting = max(0.0, self._waiting + pods * state.shape.gpus)
+        shape = state.job.shape
+        self._shape_waiting[shape] = self._shape_waiting.get(shape, 0) + pods
 
     def preempted(self, pod: str, now: float, reason: str, preemptor: str) -> None:
         self.released(pod, now, completed=False)
@@ -246,6 +265,8 @@ class Recorder:
             "fragmented": float((1.0 - taken[partly]).sum()),
             "pending": float(self._pending.sum()),
             "running": float(self._running),
+            "waiting": self._waiting if self._waiting > _EPS else 0.0,
+            "wanted_free": self._wanted_free(taken, ready),
         }
         series = self._series
         if series["time"] and series["time"][-1] == now:
@@ -260,6 +281,17 @@ class Recorder:
         self._tenant_series["alloc"].append(self._alloc.copy())
         self._tenant_series["demand"].append(self._demand.copy())
         self._tenant_series["pending"].append(self._pending.copy())
+
+    def _wanted_free(self, taken: np.ndarray, ready: np.ndarray) -> float:
+        """Free GPU share on ready GPUs that some waiting pod could use."""
+        wanted: np.ndarray | None = None
+        for shape, count in self._shape_waiting.items():
+            usable = self._usable.get(shape)
+            if count > 0 and usable is not None:
+                wanted = usable.copy() if wanted is None else wanted | usable
+        if wanted is None:
+            return 0.0
+        return float((1.0 - taken[wanted & ready]).sum())
 
     # -- result ----------------------------------------------------------------------------
 
@@ -295,6 +327,8 @@ class Recorder:
             compute=np.array(s["compute"]),
             memory=np.array(s["memory"]),
             fragmented=np.array(s["fragmented"]),
+            waiting=np.array(s["waiting"]),
+            wanted_free=np.array(s["wanted_free"]),
             pending_pods=np.array(s["pending"], dtype=np.int64),
             running_pods=np.array(s["running"], dtype=np.int64),
             tenant_allocated=stack("alloc", np.float64),
@@ -350,4 +384,16 @@ class Recorder:
         )
 
 
-_SCALARS = ("time", "capacity", "busy", "allocated", "compute", "memory", "fragmented", "pending", "running")
+_SCALARS = (
+    "time",
+    "capacity",
+    "busy",
+    "allocated",
+    "compute",
+    "memory",
+    "fragmented",
+    "pending",
+    "running",
+    "waiting",
+    "wanted_free",
+)

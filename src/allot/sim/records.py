@@ -91,6 +91,8 @@ class Samples:
     compute: FloatArray  # Σ compute fraction taken
     memory: FloatArray  # Σ memory fraction taken
     fragmented: FloatArray  # free share of partly used GPUs
+    waiting: FloatArray  # GPU-equivalents of the GPU pods waiting
+    wanted_free: FloatArray  # free share of the GPUs some waiting pod could use
     pending_pods: IntArray
     running_pods: IntArray
     tenant_allocated: FloatArray  # [sample, tenant] GPU-equivalents held

@@ -34,6 +34,9 @@ import time as wallclock
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from allot.admission.state import AdmissionState
 from allot.cluster.invariants import check
 from allot.cluster.state import ClusterState
@@ -165,6 +168,8 @@ class Simulation:
         self._runs: dict[str, _Run] = {}
         self._jobs = {job.key: job for job in workload.jobs}
         self._workload_pods: dict[str, set[str]] = {}
+        # The GPUs each pod shape could run on (for "idle while work that could use it waited").
+        self._usable: dict[str, npt.NDArray[np.bool_]] = {}
         self._counters = _Counters()
 
     # -- the loop -----------------------------------------------------------------------
@@ -243,10 +248,14 @@ class Simulation:
     def _arrive(self, job: Job, now: float) -> None:
         shape = self.workload.shapes[job.shape]
         tenant = self.workload.tenants[job.tenant]
-        self.recorder.arrived(job, shape, now)
-        for pod in make_pods(job, shape, tenant):
+        pods = make_pods(job, shape, tenant)
+        for pod in pods:
             self.state.add_pod(pod)
             self._runs[pod.key] = _Run(job, job.duration)
+        usable = self._usable.get(job.shape)
+        if usable is None and pods and shape.gpus > 0:
+            usable = self._usable[job.shape] = self.inventory.usable_by(self.state, pods[0].key)
+        self.recorder.arrived(job, shape, now, usable)
         self._counters.changed = True
 
     def _complete(self, event: SimEvent, now: float) -> None:

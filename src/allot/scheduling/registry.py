@@ -9,6 +9,7 @@ from allot.scheduling.framework import Plugin
 from allot.scheduling.plugins.balanced_allocation import BalancedAllocation
 from allot.scheduling.plugins.dynamic_resources import DynamicResources
 from allot.scheduling.plugins.gpu_isolation import GpuIsolation
+from allot.scheduling.plugins.gpu_packing import GpuPacking
 from allot.scheduling.plugins.gpu_placement import GpuPlacement
 from allot.scheduling.plugins.node_affinity import NodeAffinity
 from allot.scheduling.plugins.node_unschedulable import NodeUnschedulable
@@ -34,6 +35,7 @@ REGISTRY: dict[str, Factory] = {
     "DynamicResources": lambda args: DynamicResources.from_args(args),
     "GpuPlacement": lambda args: GpuPlacement.from_args(args),
     "GpuIsolation": lambda args: GpuIsolation.from_args(args),
+    "GpuPacking": lambda args: GpuPacking.from_args(args),
     "TopologyAlignment": lambda args: TopologyAlignment(),
 }
 

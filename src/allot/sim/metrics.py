@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from allot.sim.fairshare import share_ratios
+from allot.sim.fairshare import share_ratios, usable_share_ratios
 from allot.sim.recorder import normalise_reason
 from allot.sim.records import JobRecord, SimResult
 from allot.sim.stats import jain, percentile, time_mean
@@ -86,6 +86,9 @@ class TenantSummary:
     fair_gpu_hours: float
     fair_share_ratio: float | None
     preempted: int
+    # The same against the fair share of the GPUs the tenant's work can use (docs/simulator.md).
+    usable_fair_gpu_hours: float = 0.0
+    usable_fair_share_ratio: float | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,8 @@ class Summary:
     contended_hours: float
     jain: float | None
     min_fair_share_ratio: float | None
+    usable_jain: float | None
+    min_usable_fair_share_ratio: float | None
     preemptions: int
     preemption_reasons: list[ReasonCount]
     admissions: int
@@ -180,6 +185,9 @@ def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
     held, fair, contended_seconds = share_ratios(
         t, end, s.capacity, s.tenant_demand, s.tenant_allocated, result.weights
     )
+    usable_held, usable_fair, _ = usable_share_ratios(
+        t, end, result.demand_classes, s.tenant_allocated, result.weights
+    )
     gpu_seconds = (
         (s.tenant_allocated * (np.append(t[1:], end) - t)[:, None]).sum(axis=0)
         if len(t)
@@ -188,11 +196,15 @@ def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
     preempted = Counter(p.tenant for p in result.preemptions)
     tenants: list[TenantSummary] = []
     ratios: list[float] = []
+    usable_ratios: list[float] = []
     for i, name in enumerate(result.tenants):
         jobs = [j for j in result.jobs if j.tenant == name]
         ratio = float(held[i] / fair[i]) if fair[i] > 1e-9 else None
         if ratio is not None:
             ratios.append(ratio)
+        usable_ratio = float(usable_held[i] / usable_fair[i]) if usable_fair[i] > 1e-9 else None
+        if usable_ratio is not None:
+            usable_ratios.append(usable_ratio)
         tenants.append(
             TenantSummary(
                 name=name,
@@ -206,6 +218,8 @@ def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
                 fair_gpu_hours=float(fair[i]) / 3600.0,
                 fair_share_ratio=ratio,
                 preempted=preempted.get(name, 0),
+                usable_fair_gpu_hours=float(usable_fair[i]) / 3600.0,
+                usable_fair_share_ratio=usable_ratio,
             )
         )
     assessed = [b for b in result.binds if b.aligned is not None]
@@ -238,6 +252,8 @@ def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
         contended_hours=contended_seconds / 3600.0,
         jain=jain(ratios),
         min_fair_share_ratio=min(ratios) if ratios else None,
+        usable_jain=jain(usable_ratios),
+        min_usable_fair_share_ratio=min(usable_ratios) if usable_ratios else None,
         preemptions=len(result.preemptions),
         preemption_reasons=[
             ReasonCount(r, n)

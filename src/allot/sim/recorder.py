@@ -25,6 +25,7 @@ from allot.sim.inventory import GpuInventory, Usage
 from allot.sim.records import (
     AdmissionRecord,
     BindRecord,
+    DemandClasses,
     JobRecord,
     Occupancy,
     PreemptionRecord,
@@ -95,6 +96,17 @@ class Recorder:
         self._waiting = 0.0
         self._shape_waiting: dict[str, int] = {}
         self._usable: dict[str, np.ndarray] = {}
+        # Demand classes: pod shapes that can use the same GPUs share one. Per (tenant, class) the
+        # GPU-equivalents arrived and not finished, sampled like the tenants' demand; and the
+        # ready GPUs, as versions (they change only when nodes fail or come back).
+        self._class_of_mask: dict[bytes, int] = {}
+        self.class_masks: list[np.ndarray] = []
+        self._shape_class: dict[str, int] = {}
+        self._class_keys: dict[tuple[int, int], int] = {}
+        self._class_demand: list[float] = []
+        self._class_series: list[list[float]] = []
+        self._ready_versions: list[np.ndarray] = [self._node_ready[self._gpu_node].copy()]
+        self._ready_series: list[int] = []
         self._running = 0
         self._series: dict[str, list[float]] = {k: [] for k in _SCALARS}
         self._tenant_series: dict[str, list[np.ndarray]] = {"alloc": [], "demand": [], "pending": []}
@@ -136,6 +148,11 @@ class Recorder:
         self._pending[t] += job.pods
         if usable is not None and job.shape not in self._usable:
             self._usable[job.shape] = usable
+            klass = self._class_of_mask.setdefault(usable.tobytes(), len(self.class_masks))
+            if klass == len(self.class_masks):
+                self.class_masks.append(usable)
+            self._shape_class[job.shape] = klass
+        self._class_change(t, job.shape, job.pods * shape.gpus)
         self._wait(self._jobs[job.key], job.pods)
         self._log(now, TraceKind.ARRIVAL, job.key, f"{job.pods} pod(s)")
 
@@ -195,6 +212,7 @@ class Recorder:
         assert state is not None
         if completed:
             self._demand[t] -= state.shape.gpus
+            self._class_change(t, state.job.shape, -state.shape.gpus)
             state.completed += 1
             if state.completed == state.job.pods:
                 state.finish = now
@@ -202,6 +220,15 @@ class Recorder:
         else:
             self._pending[t] += 1
             self._wait(state, 1)
+
+    def _class_change(self, tenant: int, shape: str, amount: float) -> None:
+        klass = self._shape_class.get(shape)
+        if klass is None or amount == 0:
+            return
+        column = self._class_keys.setdefault((tenant, klass), len(self._class_demand))
+        if column == len(self._class_demand):
+            self._class_demand.append(0.0)
+        self._class_demand[column] = max(0.0, self._class_demand[column] + amount)
 
     def _wait(self, state: _JobState, pods: int) -> None:
         """`pods` more (or fewer) pods of the job's shape wait."""
@@ -247,6 +274,7 @@ class Recorder:
         index = self._node_index.get(node)
         if index is not None:
             self._node_ready[index] = ready
+            self._ready_versions.append(self._node_ready[self._gpu_node].copy())
         self._log(now, TraceKind.NODE_UP if ready else TraceKind.NODE_DOWN, node)
 
     # -- series ----------------------------------------------------------------------------
@@ -275,9 +303,13 @@ class Recorder:
             self._tenant_series["alloc"][-1] = self._alloc.copy()
             self._tenant_series["demand"][-1] = self._demand.copy()
             self._tenant_series["pending"][-1] = self._pending.copy()
+            self._class_series[-1] = list(self._class_demand)
+            self._ready_series[-1] = len(self._ready_versions) - 1
             return
         for name, value in values.items():
             series[name].append(value)
+        self._class_series.append(list(self._class_demand))
+        self._ready_series.append(len(self._ready_versions) - 1)
         self._tenant_series["alloc"].append(self._alloc.copy())
         self._tenant_series["demand"].append(self._demand.copy())
         self._tenant_series["pending"].append(self._pending.copy())
@@ -361,6 +393,17 @@ class Recorder:
             for st in self._jobs.values()
         ]
         reasons = {r: (v[0], len(self._reason_pods.get(r, ()))) for r, v in self._reasons.items()}
+        columns = len(self._class_keys)
+        class_demand = np.zeros((len(self._class_series), columns))
+        for row, values in enumerate(self._class_series):
+            class_demand[row, : len(values)] = values
+        demand_classes = DemandClasses(
+            keys=sorted(self._class_keys, key=lambda key: self._class_keys[key]),
+            masks=list(self.class_masks),
+            demand=class_demand,
+            ready=np.array(self._ready_versions, dtype=np.bool_).reshape(len(self._ready_versions), -1),
+            ready_version=np.array(self._ready_series, dtype=np.int64),
+        )
         return SimResult(
             scenario=scenario,
             policy=policy,
@@ -377,6 +420,7 @@ class Recorder:
             preemptions=self._preemptions,
             admissions=self._admissions,
             pending_reasons=reasons,
+            demand_classes=demand_classes,
             end=end,
             events=events,
             cycles=cycles,

@@ -112,6 +112,24 @@ class Occupancy:
 
 
 @dataclass
+class DemandClasses:
+    """What each tenant's work could run on, for fair shares of the GPUs it can use.
+
+    A demand class is the set of GPUs (a boolean mask over the physical GPUs) that a pod shape's
+    device classes and selectors select; shapes with the same set share a class. `demand[sample,
+    column]` holds the GPU-equivalents arrived and not finished of `keys[column]` = (tenant index,
+    class). `ready[version]` marks the GPUs on ready nodes; `ready_version[sample]` says which
+    version held at each sample.
+    """
+
+    keys: list[tuple[int, int]]
+    masks: list[npt.NDArray[np.bool_]]
+    demand: FloatArray
+    ready: npt.NDArray[np.bool_]
+    ready_version: IntArray
+
+
+@dataclass
 class SimResult:
     """Everything one run of one policy produced."""
 
@@ -131,6 +149,7 @@ class SimResult:
     admissions: list[AdmissionRecord]
     # normalised reason -> (pod-seconds spent waiting with it, distinct pods)
     pending_reasons: dict[str, tuple[float, int]]
+    demand_classes: DemandClasses
     end: float
     events: int
     cycles: int

@@ -42,6 +42,7 @@ from allot.cluster.invariants import check
 from allot.cluster.state import ClusterState
 from allot.engine.decisions import Admitted, Bound, CycleResult, Evicted, Waiting
 from allot.engine.engine import Engine, EnginePolicy
+from allot.engine.policy import ConsolidationConfig
 from allot.engine.queueing import QueueingConfig
 from allot.model.core import Node
 from allot.model.errors import Location
@@ -156,6 +157,7 @@ class Simulation:
                 queues=admission is not None,
                 preemption=policy.preemption,
                 queueing=QueueingConfig.exact(hints=self.options.hints),
+                consolidation=ConsolidationConfig() if policy.consolidation else None,
             ),
             fallback_profile=next(iter(profiles)),
             seed=seed,

@@ -1,0 +1,123 @@
+"""Work that waits for room, listed from the cluster and admission state in a fixed order.
+
+Consolidation (`allot.engine.consolidate`) and reservations
+(`allot.engine.reserve`) look at the same waiting work: Kueue workloads
+pending whose quota fits now (flavor assignment `Fit`), ClusterQueues with
+the lowest fair-sharing value (DRS) first and each queue in its admission
+order, parked or not; then pods and gangs outside Kueue in kube-scheduler's
+order (priority, creation). The list is read from the states, never from
+the queues' parked sets, so it is the same whether waiting work is retried
+every cycle or only at events (queueing hints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import chain
+
+from allot.admission.cycle import PENDING
+from allot.admission.flavors import Assignment, Mode
+from allot.admission.state import AdmissionState
+from allot.admission.workload import Workload
+from allot.cluster.state import ClusterState, PodInfo
+from allot.engine.queueing import OrderKey
+from allot.scheduling.gang import gang_key, gangs
+from allot.scheduling.scheduler import Scheduler
+
+GANG_UNIT = "gang:"
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingUnit:
+    """Work that waits: a Kueue workload, a pod, or a gang outside Kueue. Units of one `klass` (queue,
+    shape and priority) fit or fail alike."""
+
+    key: str
+    members: tuple[str, ...]
+    priority: int
+    klass: object
+    workload: Workload | None = None
+    assignment: Assignment | None = None
+
+
+class WaitingWork:
+    """Lists waiting work (a mixin of `Engine`; see the module docstring)."""
+
+    state: ClusterState
+    scheduler: Scheduler
+    admission: AdmissionState | None
+    _workload_of_pod: dict[str, str]
+
+    def ours(self, info: PodInfo) -> bool:
+        raise NotImplementedError
+
+    def queued(self, info: PodInfo) -> bool:
+        raise NotImplementedError
+
+    def _order_key(self, info: PodInfo) -> OrderKey:
+        raise NotImplementedError
+
+    def _waiting_units(self, skip: Callable[[object], bool]) -> Iterator[WaitingUnit]:
+        """Waiting units in order, leaving out the classes `skip` names."""
+        for unit in chain(self._waiting_workloads(skip), self._waiting_pods()):
+            if not skip(unit.klass):
+                yield unit
+
+    def _waiting_workloads(self, skip: Callable[[object], bool]) -> Iterator[WaitingUnit]:
+        admission = self.admission
+        if admission is None:
+            return
+        shares = admission.world.shares
+        tree = admission.tree
+        order = sorted(tree.cqs, key=lambda cq: (shares.share(tree.cqs[cq]).precise(), cq))
+        pods = self.state.pods
+        for cq in order:
+            for key in admission.pending_in_order(cq):
+                entry = admission.entries.get(key)
+                if entry is None or entry.state != PENDING or entry.waiting is not None:
+                    continue
+                klass = (cq, entry.local_queue, entry.equivalence())
+                if skip(klass):
+                    continue
+                workload = entry.workload
+                if not workload.pods or any(p not in pods or pods[p].bound for p in workload.pods):
+                    continue
+                assignment = admission.assign(workload)
+                if assignment.mode is not Mode.FIT:
+                    continue
+                members = tuple(sorted(workload.pods))
+                priority = max(pods[p].priority for p in members)
+                yield WaitingUnit(workload.key, members, priority, klass, workload, assignment)
+
+    def _waiting_pods(self) -> Iterator[WaitingUnit]:
+        pending = [
+            info
+            for info in self.state.pending()
+            if self.ours(info) and not self.queued(info) and not info.pod.spec.scheduling_gates
+        ]
+        groups = gangs(pending)
+        units: list[tuple[OrderKey, WaitingUnit]] = []
+        seen: set[str] = set()
+        for info in pending:
+            group = gang_key(info) if info.key not in self._workload_of_pod else None
+            if group is None:
+                klass = self.scheduler.equivalence_class(info.key) or info.key
+                units.append(
+                    (self._order_key(info), WaitingUnit(info.key, (info.key,), info.priority, klass))
+                )
+                continue
+            gang = groups.get(group)
+            if group in seen or gang is None or len(gang.members) < gang.required:
+                continue
+            seen.add(group)
+            infos = [self.state.pods[m] for m in gang.members]
+            classes = sorted(repr(self.scheduler.equivalence_class(m) or m) for m in gang.members)
+            order = min(self._order_key(i) for i in infos)
+            unit = WaitingUnit(
+                GANG_UNIT + group, gang.members, max(i.priority for i in infos), (group, *classes)
+            )
+            units.append((order, unit))
+        units.sort(key=lambda item: item[0])
+        for _, unit in units:
+            yield unit

@@ -44,6 +44,7 @@ from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evict
 from allot.engine.pod_path import PodPath
 from allot.engine.policy import EnginePolicy
 from allot.engine.queueing import OrderKey, QueueingConfig, SchedulingQueue
+from allot.engine.reserve import Hold, Reserving
 from allot.engine.workload_hints import PlacementWaits
 from allot.model.kueue import QUEUE_NAME_LABEL, Topology
 from allot.scheduling.gang import Gang, GangUnschedulable
@@ -64,7 +65,7 @@ _ADMISSION_KINDS = {
 }
 
 
-class Engine(PodPath, Consolidating):
+class Engine(PodPath, Consolidating, Reserving):
     """Decides where pending work goes; see the module docstring for the cycle."""
 
     def __init__(
@@ -102,6 +103,13 @@ class Engine(PodPath, Consolidating):
             else None
         )
         self._unmovable_classes: dict[object, int] = {}
+        # A node held for a large waiting job, when pods were bound, and the cycle's time
+        # (allot.engine.reserve); the scheduler asks `held_from` when reservations are on.
+        self._holds: list[Hold] = []
+        self._bound_at: dict[str, float] = {}
+        self._now = 0.0
+        if self.policy.reservation:
+            self.scheduler.holds = self
         # Pods outside Kueue wait here (active, unschedulable, backing off); see allot.engine.queueing.
         self._queue = SchedulingQueue(self.policy.queueing)
         self._hints = Hints(self.scheduler)
@@ -253,6 +261,7 @@ class Engine(PodPath, Consolidating):
 
     def cycle(self, now: float = 0.0) -> CycleResult:
         decisions: list[Decision] = []
+        self._now = now
         self._queue.begin_cycle(now)
         if self._placement_waits is not None:
             self._placement_waits.begin_cycle()
@@ -263,6 +272,7 @@ class Engine(PodPath, Consolidating):
             self._admit_workloads(now, decisions)
         self._schedule_pods(now, decisions)
         self._consolidate(now, decisions)
+        self._reserve(now, decisions)
         return CycleResult(tuple(decisions))
 
     def _gpu_occupancy(self) -> GpuOccupancy:

@@ -27,6 +27,7 @@ class EnginePolicy:
     by priority then arrival (False, the "fifo-priority" baseline).
     `preemption`: whether pods outside Kueue may preempt lower priorities.
     `consolidation`: place waiting work by moving running pods (None: never, as kube-scheduler).
+    `reservation`: hold a node for a large waiting job, with backfill (False: never).
     """
 
     queues: bool = True
@@ -38,3 +39,6 @@ class EnginePolicy:
     # QueueingConfig() for kube-scheduler's backoff and safety net.
     queueing: QueueingConfig = dataclasses.field(default_factory=QueueingConfig.exact)
     consolidation: ConsolidationConfig | None = None
+    # Hold a node for a large job waiting for it to drain; backfill by runtime estimates
+    # (allot.engine.reserve). Off: kube-scheduler's and Kueue's behaviour.
+    reservation: bool = False

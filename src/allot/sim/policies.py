@@ -42,6 +42,8 @@ class Policy:
     profiles: Mapping[str, Profile] | None = None
     # Place waiting work by moving running pods (allot.engine.consolidate).
     consolidation: bool = False
+    # Hold a node for a large waiting job, backfilling by runtime estimates (allot.engine.reserve).
+    reservations: bool = False
 
     def admission_config(self, manifests: Manifests) -> AdmissionConfig:
         configurations = manifests.of_kind(Configuration)
@@ -64,10 +66,11 @@ FIFO_PRIORITY = Policy(
 KUEUE = Policy("kueue", "Kueue admission with classic preemption, no fair sharing", fair_sharing=False)
 FAIR = Policy(
     "fair",
-    "Kueue admission with fair sharing between ClusterQueues; GPU packing and consolidation",
+    "Kueue admission with fair sharing between ClusterQueues; GPU packing, consolidation, reservations",
     fair_sharing=True,
     profiles=MappingProxyType({DEFAULT_SCHEDULER_NAME: allot_profile()}),
     consolidation=True,
+    reservations=True,
 )
 
 SHARING_PLUGIN = "GpuPlacement"

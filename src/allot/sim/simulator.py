@@ -44,6 +44,7 @@ from allot.engine.decisions import Admitted, Bound, CycleResult, Evicted, Waitin
 from allot.engine.engine import Engine, EnginePolicy
 from allot.engine.policy import ConsolidationConfig
 from allot.engine.queueing import QueueingConfig
+from allot.engine.reserve import runtime_estimate
 from allot.model.core import Node
 from allot.model.errors import Location
 from allot.model.kueue import ClusterQueue
@@ -158,6 +159,7 @@ class Simulation:
                 preemption=policy.preemption,
                 queueing=QueueingConfig.exact(hints=self.options.hints),
                 consolidation=ConsolidationConfig() if policy.consolidation else None,
+                reservation=policy.reservations,
             ),
             fallback_profile=next(iter(profiles)),
             seed=seed,
@@ -339,7 +341,12 @@ class Simulation:
             self.recorder.bound(
                 d.pod, d.node, d.allocations, plugin_gpus, now, aligned=aligned, factor=factor
             )
-            self.queue.call_at(now + run.work_left / factor, EventKind.COMPLETION, d.pod, run.token)
+            runtime = run.work_left / factor
+            limit = runtime_estimate(self.state.pods[d.pod])
+            if limit is not None:
+                # Kueue stops a workload at its maximum execution time.
+                runtime = min(runtime, limit)
+            self.queue.call_at(now + runtime, EventKind.COMPLETION, d.pod, run.token)
 
     def _stop(self, pod: str, now: float, reason: str, preemptor: str, starting: dict[str, Bound]) -> None:
         """A pod was taken off its node: cancel its run, keep the checkpointed work.

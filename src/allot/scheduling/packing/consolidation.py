@@ -104,7 +104,9 @@ class Consolidator:
         size = self.state.nodes.size
         pods = self.state.pods
         # Moves do not make GPUs: fewer untouched GPUs than the unit needs, and nothing can be done.
-        if occupancy.untouched_total() < sum(occupancy.whole_need(pods[m]) for m in members):
+        need = sum(occupancy.whole_need(pods[m]) for m in members)
+        room = sum(max(occupancy.untouched_for(pods[m], i) for m in members) for i in range(size))
+        if need and room < need:
             return None
         free_before = sum(occupancy.free(i) for i in range(size))
         placements: list[Placement] = []
@@ -147,7 +149,8 @@ class Consolidator:
         for index in indices:
             victims = [p for p in state.pods_on(index) if p.key not in touched and movable(p)]
             # Each GPU device a victim holds frees at most one GPU.
-            if victims and occupancy.untouched(index) + sum(_gpus(state, v.key) for v in victims) >= need:
+            room = occupancy.untouched_for(state.pods[outcome.pod_key], index)
+            if victims and room + sum(_gpus(state, v.key) for v in victims) >= need:
                 found.append((-occupancy.free(index), index, victims))
         found.sort(key=lambda item: (item[0], item[1]))
         return [(index, victims) for _, index, victims in found[: self.max_nodes]]

@@ -80,8 +80,9 @@ class GpuOccupancy:
         self._node_of: dict[DeviceId, int] = {}
         self._totals: IntArray | None = None
         self._allocator: Allocator | None = None
-        # (class, selectors) -> whether every device it selects is an exclusive GPU.
-        self._whole: dict[tuple[str, tuple[str, ...]], bool] = {}
+        # (class, selectors) -> whether every device it selects is an exclusive GPU, and the nodes
+        # where it selects some.
+        self._whole: dict[tuple[str, tuple[str, ...]], tuple[bool, frozenset[int]]] = {}
         state.allocation_listeners.append(self._on_allocation)
 
     def detach(self) -> None:
@@ -168,8 +169,23 @@ class GpuOccupancy:
 
     def whole_need(self, info: PodInfo) -> int:
         """Whole GPUs the pod asks for at least (see the module docstring)."""
+        return self._whole_requests(info)[0]
+
+    def untouched_for(self, info: PodInfo, index: int) -> int:
+        """Untouched GPUs of node `index` if the pod's whole-GPU requests can select GPUs there, else 0
+        (a fractional-GPU node's GPUs are no room for a job asking for whole ones)."""
+        return self.untouched(index) if self.selectable(info, index) else 0
+
+    def selectable(self, info: PodInfo, index: int) -> bool:
+        """Whether the pod asks for whole GPUs and its requests can select GPUs on node `index`."""
+        need, nodes = self._whole_requests(info)
+        return bool(need) and (nodes is None or index in nodes)
+
+    def _whole_requests(self, info: PodInfo) -> tuple[int, frozenset[int] | None]:
+        """(whole GPUs asked for, nodes where those requests select GPUs; None: any node)."""
         state = self.state
         need = int(info.requests.get(PLUGIN_GPU_RESOURCE, 0))
+        nodes: frozenset[int] | None = None if need else frozenset()
         for claim in state.pod_claims(info):
             if claim.status.allocation is not None:
                 continue
@@ -182,36 +198,38 @@ class GpuOccupancy:
                 ):
                     continue
                 selectors = tuple(s.cel.expression for s in exact.selectors if s.cel is not None)
-                if self._selects_whole_gpus(exact.device_class_name, selectors):
+                whole, where = self._selects_whole_gpus(exact.device_class_name, selectors)
+                if whole:
                     need += max(exact.count or 1, 1)
-        return need
+                    nodes = None if nodes is None else nodes | where
+        return need, nodes
 
-    def _selects_whole_gpus(self, class_name: str, selectors: tuple[str, ...]) -> bool:
+    def _selects_whole_gpus(self, class_name: str, selectors: tuple[str, ...]) -> tuple[bool, frozenset[int]]:
         key = (class_name, selectors)
         found = self._whole.get(key)
         if found is None:
             found = self._whole[key] = self._scan(class_name, selectors)
         return found
 
-    def _scan(self, class_name: str, selectors: tuple[str, ...]) -> bool:
+    def _scan(self, class_name: str, selectors: tuple[str, ...]) -> tuple[bool, frozenset[int]]:
         state = self.state
         device_class = state.classes.get(class_name)
         if device_class is None or any(s.cel is None for s in device_class.spec.selectors):
-            return False
+            return False, frozenset()
         if self._allocator is None:
             self._allocator = Allocator(state.classes, state.slices, features=state.features)
         allocator = self._allocator
         class_selectors = tuple(s.cel.expression for s in device_class.spec.selectors if s.cel is not None)
-        seen = False
+        nodes: set[int] = set()
         for node in state.nodes.infos:
             found = candidates(allocator.pools(node.node), allocator.selectors, class_selectors, selectors)
             if found.errors:
-                return False
+                return False, frozenset()
             for device in found.devices:
                 if device.shared or not is_gpu(device):
-                    return False
-                seen = True
-        return seen
+                    return False, frozenset()
+                nodes.add(node.index)
+        return bool(nodes), frozenset(nodes)
 
     def free_of(self, nodes: IntArray) -> FloatArray:
         return np.array([self.free(int(i)) for i in nodes], dtype=np.float64)

@@ -92,9 +92,19 @@ JOB_KEYS = (
     "tolerations",
     "nodeSelector",
     "kind",
+    "runtimeEstimate",
 )
 DEVICE_KEYS = ("gpus", "nics", "alignment", "gpuShare", "mig", "deviceClass")
-POLICY_KEYS = ("base", "description", "queues", "fairSharing", "preemption", "schedulerConfig")
+POLICY_KEYS = (
+    "base",
+    "description",
+    "queues",
+    "fairSharing",
+    "preemption",
+    "consolidation",
+    "reservations",
+    "schedulerConfig",
+)
 TRACE_KINDS = ("synthetic", "philly", "openb")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _WHERE = re.compile(r"^(\S+?): (.*)$", re.DOTALL)
@@ -179,6 +189,8 @@ def _policy(name: str, field: Field, base: Path) -> PolicySpec:
         queues=field.get("queues").as_bool(None),
         fair_sharing=field.get("fairSharing").as_bool(None),
         preemption=field.get("preemption").as_bool(None),
+        consolidation=field.get("consolidation").as_bool(None),
+        reservations=field.get("reservations").as_bool(None),
         scheduler_config=raw,
         description=field.get("description").as_str("") or "",
         path=field.path,
@@ -430,6 +442,7 @@ def _job(field: Field) -> JobTemplate | None:
         ),
         node_selector=field.get("nodeSelector").as_string_map(),
         kind=field.get("kind").as_str(None),
+        runtime_estimate=field.get("runtimeEstimate").as_duration(None, positive=True),
         path=field.path,
     )
 

@@ -57,6 +57,8 @@ class JobTemplate:
     tolerations: tuple[Toleration, ...] = ()
     node_selector: Mapping[str, str] = field(default_factory=dict)
     kind: str | None = None
+    # Kueue's maximum execution time: jobs stop after it; reservations backfill by it.
+    runtime_estimate: float | None = None
     path: str = ""
 
 
@@ -88,6 +90,8 @@ class PolicySpec:
     queues: bool | None = None
     fair_sharing: bool | None = None
     preemption: bool | None = None
+    consolidation: bool | None = None
+    reservations: bool | None = None
     scheduler_config: Mapping[str, Any] | None = None
     description: str = ""
     path: str = ""

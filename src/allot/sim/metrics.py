@@ -23,6 +23,10 @@ Definitions (docs/simulator.md repeats them for users):
   sharing, a failed node, or a gang sibling's preemption).
 * Alignment rate: of pod starts the topology model assessed, the share
   that were aligned; slowdown: mean of 1/factor − 1 over them.
+* GPU-hours lost: work not done because devices were misaligned (GPU-
+  equivalents held × time × (1 − alignment factor)) and because pods took
+  turns on time-sliced GPUs (time-sliced GPUs × time × (1 − the pod's
+  share of the turns)); the slowest pod runs by mean pace.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ from allot.sim.records import JobRecord, SimResult
 from allot.sim.stats import jain, percentile, time_mean
 
 PERCENTILES = (50, 95, 99)
+# Slowest pod runs listed in the summary.
+SLOWEST = 5
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,17 @@ class PendingReason:
     reason: str
     pod_hours: float
     pods: int
+
+
+@dataclass(frozen=True)
+class SlowPod:
+    """A pod run that went slowest: its mean pace (1 = full speed) and how long it ran."""
+
+    pod: str
+    tenant: str
+    speed: float
+    hours: float
+    time_sliced: bool
 
 
 @dataclass(frozen=True)
@@ -128,6 +145,11 @@ class Summary:
     assessed_starts: int
     slowdown_pct: float | None
     pending_reasons: list[PendingReason]
+    # GPU-hours of work lost to misaligned devices (GPU/NIC, CPU/NUMA) and to time-slicing's
+    # shared turns, and the slowest pod runs.
+    lost_misaligned_gpu_hours: float = 0.0
+    lost_time_slicing_gpu_hours: float = 0.0
+    slowest: list[SlowPod] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def tenant(self, name: str) -> TenantSummary:
@@ -226,6 +248,10 @@ def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
     aligned = sum(1 for b in assessed if b.aligned)
     slowdown = 100.0 * float(np.mean([1.0 / b.factor - 1.0 for b in assessed])) if assessed else None
     reasons = sorted(result.pending_reasons.items(), key=lambda kv: (-kv[1][0], kv[0]))[:top_reasons]
+    slow = sorted(
+        (r for r in result.runs if r.end > r.start and r.speed < 1.0 - 1e-6),
+        key=lambda r: (r.speed, -(r.end - r.start), r.pod, r.start),
+    )[:SLOWEST]
     return Summary(
         scenario=result.scenario,
         policy=result.policy,
@@ -265,6 +291,9 @@ def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
         assessed_starts=len(assessed),
         slowdown_pct=slowdown,
         pending_reasons=[PendingReason(r, v[0] / 3600.0, v[1]) for r, v in reasons],
+        lost_misaligned_gpu_hours=sum(r.lost_misaligned for r in result.runs) / 3600.0,
+        lost_time_slicing_gpu_hours=sum(r.lost_contention for r in result.runs) / 3600.0,
+        slowest=[SlowPod(r.pod, r.tenant, r.speed, (r.end - r.start) / 3600.0, r.time_sliced) for r in slow],
         notes=list(result.notes),
     )
 

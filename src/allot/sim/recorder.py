@@ -29,6 +29,7 @@ from allot.sim.records import (
     JobRecord,
     Occupancy,
     PreemptionRecord,
+    RunRecord,
     Samples,
     SimResult,
     TraceEntry,
@@ -117,6 +118,7 @@ class Recorder:
         }
         self._occupancy: list[tuple[int, int, float, float, float]] = []
         self._binds: list[BindRecord] = []
+        self._runs: list[RunRecord] = []
         self._preemptions: list[PreemptionRecord] = []
         self._admissions: list[AdmissionRecord] = []
         self._reason_now: dict[str, tuple[str, float]] = {}
@@ -166,7 +168,8 @@ class Recorder:
         *,
         aligned: bool | None,
         factor: float,
-    ) -> None:
+    ) -> float:
+        """Record a pod start; the GPU-equivalents it holds."""
         state = self._job_of_pod(pod)
         assert state is not None, pod
         t = self._tenant_index[state.job.tenant]
@@ -191,6 +194,33 @@ class Recorder:
             if len(state.started) == state.job.pods:
                 state.start = now
         self._log(now, TraceKind.START, pod, node)
+        return taken
+
+    def run_ended(
+        self,
+        pod: str,
+        *,
+        started: float,
+        ended: float,
+        progress: float,
+        lost_misaligned: float,
+        lost_contention: float,
+        time_sliced: bool,
+    ) -> None:
+        """A pod's run ended: how much work it did in that time, and the GPU-seconds of work its
+        misalignment and time-slicing cost it."""
+        self._runs.append(
+            RunRecord(
+                pod=pod,
+                tenant=self.tenant_of_pod(pod),
+                start=started,
+                end=ended,
+                progress=progress,
+                lost_misaligned=lost_misaligned,
+                lost_contention=lost_contention,
+                time_sliced=time_sliced,
+            )
+        )
 
     def released(self, pod: str, now: float, *, completed: bool) -> None:
         """The pod left its node: it completed, or (completed=False) it is pending again."""
@@ -417,6 +447,7 @@ class Recorder:
             occupancy=occupancy,
             jobs=jobs,
             binds=self._binds,
+            runs=self._runs,
             preemptions=self._preemptions,
             admissions=self._admissions,
             pending_reasons=reasons,

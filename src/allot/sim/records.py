@@ -73,6 +73,32 @@ class BindRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run of a pod, start to end (completed, stopped, or the end of the simulation).
+
+    `progress`: the work it did, in seconds at full speed (its run time when nothing slowed it);
+    `lost_misaligned`: GPU-seconds of work its misalignment cost (GPU-equivalents held × time ×
+    (1 − alignment factor)); `lost_contention`: GPU-seconds of work time-slicing cost it (time-sliced
+    GPUs × time × (1 − its share of their turns)).
+    """
+
+    pod: str
+    tenant: str
+    start: float
+    end: float
+    progress: float
+    lost_misaligned: float
+    lost_contention: float
+    time_sliced: bool
+
+    @property
+    def speed(self) -> float:
+        """Its mean pace over the run: work done over time taken (1 = full speed)."""
+        span = self.end - self.start
+        return self.progress / span if span > 0 else 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class TraceEntry:
     time: float
     kind: TraceKind
@@ -145,6 +171,7 @@ class SimResult:
     occupancy: Occupancy
     jobs: list[JobRecord]
     binds: list[BindRecord]
+    runs: list[RunRecord]
     preemptions: list[PreemptionRecord]
     admissions: list[AdmissionRecord]
     # normalised reason -> (pod-seconds spent waiting with it, distinct pods)

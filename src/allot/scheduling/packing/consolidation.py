@@ -39,7 +39,7 @@ import numpy as np
 from allot.cluster.state import ClusterState, PodInfo
 from allot.scheduling.framework import BoolArray
 from allot.scheduling.node_statuses import NodeStatuses
-from allot.scheduling.packing.occupancy import GpuOccupancy
+from allot.scheduling.packing.occupancy import PLUGIN_GPU_RESOURCE, GpuOccupancy
 from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
 from allot.scheduling.status import Code
 from allot.scheduling.topology.places import KIND_BY_DRIVER
@@ -259,9 +259,11 @@ class Consolidator:
 
 
 def _gpus(state: ClusterState, pod_key: str) -> int:
-    """GPU devices the pod's claims hold (for ordering moves: the fewer, the cheaper)."""
-    count = 0
-    for claim in state.pod_claims(state.pods[pod_key]):
+    """GPUs the pod holds: devices of GPU drivers in its claims, and device-plugin GPUs (for ordering
+    moves: the fewer, the cheaper)."""
+    info = state.pods[pod_key]
+    count = int(info.requests.get(PLUGIN_GPU_RESOURCE, 0))
+    for claim in state.pod_claims(info):
         allocation = claim.status.allocation
         if allocation is None:
             continue

@@ -43,8 +43,10 @@ PLUGIN_GPU_RESOURCE = "nvidia.com/gpu"
 
 
 def is_gpu(device: NodeDevice) -> bool:
-    """Whether a device is (part of) a GPU: its driver publishes GPUs (see `places.KIND_BY_DRIVER`)."""
-    return place_of(device.info.id.driver, device.info.device).kind == "gpu"
+    """Whether a device is (part of) a GPU: its driver publishes GPUs (`places.KIND_BY_DRIVER`), or
+    names them (a driver with `gpu` in its name, as the simulator counts GPUs)."""
+    driver = device.info.id.driver
+    return "gpu" in driver or place_of(driver, device.info.device).kind == "gpu"
 
 
 @dataclass(slots=True)

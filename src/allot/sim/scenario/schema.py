@@ -18,6 +18,7 @@ from allot.model.resource import ResourceClaimSpec
 from allot.sim.scenario.arrivals import Arrival
 from allot.sim.scenario.distributions import Distribution
 from allot.sim.simulator import NodeEvent
+from allot.sim.topology import ThroughputFactors
 
 
 @dataclass(frozen=True)
@@ -124,5 +125,7 @@ class Scenario:
     jobs: list[JobTemplate] = field(default_factory=list)
     trace: TraceSpec | None = None
     cohort: str = "all"
+    # What misalignment costs (None: the measured defaults, docs/simulator.md).
+    throughput: ThroughputFactors | None = None
     # Line of every field of the file, so later checks can point at it too.
     lines: dict[str, int] = field(default_factory=dict)

@@ -97,23 +97,23 @@ class Consolidating(WaitingWork):
         # Pods per admitted workload: only pods of one-pod workloads move.
         sizes = Counter(self._workload_of_pod.values())
         moves_left = config.max_moves
-        for tried, unit in enumerate(self._waiting_units(self._hopeless)):
+        untouched = [consolidator.occupancy().untouched_total()]
+
+        def hopeless(klass: object) -> bool:
+            # The class found no moves when the cluster had as many untouched GPUs as now, or more.
+            failed = self._unmovable_classes.get(klass)
+            return failed is not None and failed >= untouched[0]
+
+        for tried, unit in enumerate(self._waiting_units(hopeless)):
             if tried >= config.max_units or moves_left <= 0:
                 break
             moved = self._consolidate_unit(unit, moves_left, sizes, now, decisions)
             if moved is None:
-                self._unmovable_classes[unit.klass] = consolidator.occupancy().untouched_total()
+                self._unmovable_classes[unit.klass] = untouched[0]
             else:
                 moves_left -= moved
+                untouched[0] = consolidator.occupancy().untouched_total()
             self._observe(now, None)
-
-    def _hopeless(self, klass: object) -> bool:
-        """The class found no moves when the cluster had as many untouched GPUs as now, or more."""
-        failed = self._unmovable_classes.get(klass)
-        consolidator = self._consolidator
-        if failed is None or consolidator is None:
-            return False
-        return failed >= consolidator.occupancy().untouched_total()
 
     # -- one unit --------------------------------------------------------------------------
 

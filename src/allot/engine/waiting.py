@@ -72,19 +72,22 @@ class WaitingWork:
         tree = admission.tree
         order = sorted(tree.cqs, key=lambda cq: (shares.share(tree.cqs[cq]).precise(), cq))
         pods = self.state.pods
+        # Classes whose quota does not fit: workloads of one class get the same flavor assignment.
+        over_quota: set[object] = set()
         for cq in order:
             for key in admission.pending_in_order(cq):
                 entry = admission.entries.get(key)
                 if entry is None or entry.state != PENDING or entry.waiting is not None:
                     continue
                 klass = (cq, entry.local_queue, entry.equivalence())
-                if skip(klass):
+                if klass in over_quota or skip(klass):
                     continue
                 workload = entry.workload
                 if not workload.pods or any(p not in pods or pods[p].bound for p in workload.pods):
                     continue
                 assignment = admission.assign(workload)
                 if assignment.mode is not Mode.FIT:
+                    over_quota.add(klass)
                     continue
                 members = tuple(sorted(workload.pods))
                 priority = max(pods[p].priority for p in members)

@@ -65,7 +65,7 @@ class Consolidating(WaitingWork):
     _workload_of_pod: dict[str, str]
     _consolidator: Consolidator | None
     # Unit classes that found no moves, with the untouched GPUs the cluster had then.
-    _unmovable_classes: dict[object, int]
+    _unmovable_classes: dict[int, int]
 
     def _apply_flavor(self, pod_key: str, node_filter: object) -> None:
         raise NotImplementedError
@@ -97,9 +97,12 @@ class Consolidating(WaitingWork):
         # Pods per admitted workload: only pods of one-pod workloads move.
         sizes = Counter(self._workload_of_pod.values())
         moves_left = config.max_moves
-        untouched = [consolidator.occupancy().untouched_total()]
+        occupancy = consolidator.occupancy()
+        if not any(occupancy.free(i) > 0 for i in range(self.state.nodes.size)):
+            return  # no GPU has room: moves could only shuffle full nodes
+        untouched = [occupancy.untouched_total()]
 
-        def hopeless(klass: object) -> bool:
+        def hopeless(klass: int) -> bool:
             # The class found no moves when the cluster had as many untouched GPUs as now, or more.
             failed = self._unmovable_classes.get(klass)
             return failed is not None and failed >= untouched[0]

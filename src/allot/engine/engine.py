@@ -45,6 +45,7 @@ from allot.engine.pod_path import PodPath
 from allot.engine.policy import EnginePolicy
 from allot.engine.queueing import OrderKey, QueueingConfig, SchedulingQueue
 from allot.engine.reserve import Hold, Reserving
+from allot.engine.waiting import WaitingSnapshot
 from allot.engine.workload_hints import PlacementWaits
 from allot.model.kueue import QUEUE_NAME_LABEL, Topology
 from allot.scheduling.gang import Gang, GangUnschedulable
@@ -102,10 +103,14 @@ class Engine(PodPath, Consolidating, Reserving):
             if consolidation is not None
             else None
         )
-        self._unmovable_classes: dict[object, int] = {}
+        self._unmovable_classes: dict[int, int] = {}
         # A node held for a large waiting job, when pods were bound, and the cycle's time
         # (allot.engine.reserve); the scheduler asks `held_from` when reservations are on.
         self._holds: list[Hold] = []
+        # The waiting work listed once per cycle for consolidation and reservations (engine/waiting.py).
+        self._waiting_snapshot: WaitingSnapshot | None = None
+        self._class_numbers: dict[object, int] = {}
+        self._class_of_workload: dict[str, int] = {}
         self._bound_at: dict[str, float] = {}
         self._now = 0.0
         if self.policy.reservation:
@@ -262,6 +267,7 @@ class Engine(PodPath, Consolidating, Reserving):
     def cycle(self, now: float = 0.0) -> CycleResult:
         decisions: list[Decision] = []
         self._now = now
+        self._forget_waiting()
         self._queue.begin_cycle(now)
         if self._placement_waits is not None:
             self._placement_waits.begin_cycle()

@@ -120,7 +120,7 @@ class Reserving(WaitingWork):
         holds: list[Hold] = []
         occupancy = self._gpu_occupancy()
         # Classes that got no hold in this cycle: units of the same class would get none either.
-        refused: set[object] = set()
+        refused: set[int] = set()
         for unit in self._waiting_units(refused.__contains__):
             if len(holds) >= MAX_HOLDS:
                 break
@@ -155,7 +155,8 @@ class Reserving(WaitingWork):
         now (None when it does not, or no nodes could ever take it): see the module docstring."""
         pods = self.state.pods
         needs = sorted(((occupancy.whole_need(pods[m]), m) for m in unit.members), reverse=True)
-        if not needs or not needs[0][0]:
+        if not needs or not needs[0][0] or (len(needs) == 1 and needs[0][0] < 2):
+            # A pod asking for one GPU takes the next one that frees up anywhere: nothing to hold.
             return None
         largest = needs[0][1]
         info = pods[largest]

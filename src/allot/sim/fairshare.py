@@ -183,33 +183,55 @@ def usable_fair_shares(
     for g in range(len(users)):
         per_version[:, g] = (classes.ready & (group == g)[None, :]).sum(axis=1)
     capacity = per_version[classes.ready_version] if samples else np.zeros((0, len(users)))
+    exact = [i for i in range(tenants) if weights[i] > 0 and demand[:, i].max(initial=0.0) > _EPS]
+    limits = _set_limits(classes, columns, users, capacity, exact) if 1 < len(users) <= MAX_GROUPS else None
     for k in range(samples):
         active = [i for i in range(tenants) if demand[k, i] > _EPS and weights[i] > 0]
         if not active:
             continue
-        if len(users) == 1 or len(active) > MAX_TENANTS or len(users) > MAX_GROUPS:
-            found = weighted_max_min(float(capacity[k].sum()), list(demand[k]), weights)
-            shares[k] = found
+        if limits is None or len(exact) > MAX_TENANTS:
+            shares[k] = weighted_max_min(float(capacity[k].sum()), list(demand[k]), weights)
             continue
-        limits: dict[int, float] = {}
-        for size in range(1, len(active) + 1):
-            for chosen in itertools.combinations(active, size):
-                bits = sum(1 << i for i in chosen)
-                cut = math.inf
-                for groups in range(1 << len(users)):
-                    value = sum(capacity[k, g] for g in range(len(users)) if groups >> g & 1)
-                    for column in columns:
-                        tenant, klass = classes.keys[column]
-                        if tenant in chosen and any(
-                            not groups >> g & 1 for g in range(len(users)) if klass in users[g]
-                        ):
-                            value += classes.demand[k, column]
-                    cut = min(cut, value)
-                limits[bits] = cut
-        found_sets = _max_min_sets(limits, weights, active)
-        for i, value in found_sets.items():
+        everyone = sum(1 << i for i in exact)
+        if demand[k].sum() <= limits[everyone][k] + _EPS:
+            shares[k] = demand[k]  # the usable GPUs serve every demand: no contention
+            continue
+        found = _max_min_sets({bits: float(values[k]) for bits, values in limits.items()}, weights, active)
+        for i, value in found.items():
             shares[k, i] = value
     return shares, demand
+
+
+def _set_limits(
+    classes: DemandClasses,
+    columns: Sequence[int],
+    users: Sequence[frozenset[int]],
+    capacity: FloatArray,
+    tenants: Sequence[int],
+) -> dict[int, FloatArray]:
+    """f(T) for every set T of `tenants` (bitmask), per sample: the min-cut form of the module note."""
+    limits: dict[int, FloatArray] = {}
+    if len(tenants) > MAX_TENANTS:
+        return limits
+    samples = capacity.shape[0]
+    cuts: list[tuple[FloatArray, FloatArray]] = []
+    for groups in range(1 << len(users)):
+        inside = [g for g in range(len(users)) if groups >> g & 1]
+        room = capacity[:, inside].sum(axis=1) if inside else np.zeros(samples)
+        # Per tenant, the demand of its classes that can use a group outside the set.
+        outside = np.zeros((samples, max(tenants, default=0) + 1))
+        for column in columns:
+            tenant, klass = classes.keys[column]
+            if tenant in tenants and any(klass in users[g] for g in range(len(users)) if not groups >> g & 1):
+                outside[:, tenant] += classes.demand[:, column]
+        cuts.append((room, outside))
+    for size in range(1, len(tenants) + 1):
+        for chosen in itertools.combinations(tenants, size):
+            picked = list(chosen)
+            limits[sum(1 << i for i in chosen)] = np.min(
+                np.stack([room + outside[:, picked].sum(axis=1) for room, outside in cuts]), axis=0
+            )
+    return limits
 
 
 def usable_share_ratios(

@@ -68,7 +68,7 @@ def test_no_module_imports_through_importlib() -> None:
 
 
 # Packages that are a feature of their own, and the extra that installs what they import.
-FEATURE_EXTRAS = {"allot.live": "live", "allot.agent": "agent"}
+FEATURE_EXTRAS = {"allot.live": "live", "allot.agent": "agent", "allot.dashboard": "dashboard"}
 
 
 def _imports(tree: ast.AST) -> tuple[set[str], set[str]]:

@@ -13,6 +13,10 @@ import yaml
 from lightkube.core.exceptions import ApiError
 
 from agent.live import agent, machine, ready_node, slices
+from allot.agent.client import make_client
+from allot.agent.kubelet.claims import ApiClaimReader
+from allot.agent.kubelet.targets import PrepareError
+from allot.model.resource import ResourceClaim
 from controlplane import ControlPlane, ControlPlaneError
 
 DEPLOY = Path(__file__).parents[2] / "deploy" / "agent"
@@ -141,3 +145,36 @@ def test_an_agent_may_write_only_its_own_nodes_slices(control_plane: ControlPlan
             slices(control_plane, "vap-00")[0]["metadata"]["name"],
             kubeconfig=unbound,
         )
+
+
+async def read_claim(kubeconfig: Path, namespace: str, name: str) -> ResourceClaim | None:
+    """What the kubelet plugin reads when the kubelet hands it a claim."""
+    api = make_client(kubeconfig)
+    try:
+        return await ApiClaimReader(api).claim(namespace, name)
+    finally:
+        await api.client.close()
+
+
+def test_the_kubelet_plugin_reads_claims_with_its_own_role(control_plane: ControlPlane) -> None:
+    install(control_plane)
+    control_plane.apply((DEPLOY / "rbac-kubelet-plugin.yaml").read_text())
+    kubeconfig = agent_kubeconfig(control_plane, "plug-00")
+    control_plane.apply(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: plugin-read, namespace: default}\n"
+        "spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}]}}\n"
+    )
+    deadline = time.monotonic() + 30
+    while not can_i(control_plane, "get", "resourceclaims") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    claim = asyncio.run(read_claim(kubeconfig, "default", "plugin-read"))
+    assert claim is not None and claim.name == "plugin-read"
+    for verb in ("list", "update", "delete"):
+        assert not can_i(control_plane, verb, "resourceclaims")
+    # Without the role the plugin cannot read claims: each prepare fails, saying so.
+    control_plane.kubectl("delete", "clusterrolebinding", "allot-agent-kubelet-plugin")
+    deadline = time.monotonic() + 30
+    while can_i(control_plane, "get", "resourceclaims") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with pytest.raises(PrepareError, match=r"claim default/plugin-read: cannot read it: .*forbidden"):
+        asyncio.run(read_claim(kubeconfig, "default", "plugin-read"))

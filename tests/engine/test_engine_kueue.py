@@ -100,3 +100,15 @@ def test_higher_priority_workload_preempts_within_the_cluster_queue() -> None:
     assert [d.pod for d in second.bound] == ["default/high"]
     assert not state.pods["default/low"].bound
     assert check(state) == []
+
+
+def test_a_workload_larger_than_its_quota_is_told_why_it_waits() -> None:
+    # 16 GPUs asked of a ClusterQueue with 8 GPUs of nominal quota and no cohort: the admission
+    # cycle parks it without offering it to placement; its pod still gets a Waiting decision, which
+    # the live scheduler turns into PodScheduled=False (and the equivalent one behind it too).
+    engine = engine_for(node_yaml("n1", 8), pod_yaml("huge", 16), pod_yaml("huge-too", 16))
+    result = engine.cycle(0.0)
+    assert not result.admitted
+    reasons = {w.pod: w.reason for w in result.waiting}
+    assert set(reasons) == {"default/huge", "default/huge-too"}
+    assert all("nvidia.com/gpu" in r and "quota" in r for r in reasons.values()), reasons

@@ -106,7 +106,7 @@ def test_waiting_reason_carries_kube_schedulers_preemption_account() -> None:
     )
     assert _reason(state, "default/big") == (
         "0/2 nodes are available: 1 Insufficient cpu, "
-        "1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }. "
+        "1 node(s) had untolerated taint(s). "
         "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
         "1 Preemption is not helpful for scheduling."
     )

@@ -20,7 +20,7 @@ import click
 import yaml
 from hypothesis import strategies as st
 
-from allot.cli.main import cli
+from allot.cli.main import cli, subcommands
 from allot.model.strict_yaml import StrictLoader
 from fuzzing import containers, mutate_tree
 
@@ -404,9 +404,9 @@ OPTION_VALUES: list[str] = [
 
 def _commands() -> dict[str, click.Command]:
     found: dict[str, click.Command] = {}
-    for name, command in cli.commands.items():
+    for name, command in subcommands(cli).items():
         if isinstance(command, click.Group):
-            for sub, inner in command.commands.items():
+            for sub, inner in subcommands(command).items():
                 found[f"{name} {sub}"] = inner
         else:
             found[name] = command

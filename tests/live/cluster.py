@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -192,13 +193,19 @@ class AllotProcess:
     """`allot run` as its own process against a control plane; see the module docstring."""
 
     def __init__(
-        self, plane: ControlPlane, *args: str, kubeconfig: Path | None = None, name: str = "allot"
+        self,
+        plane: ControlPlane,
+        *args: str,
+        kubeconfig: Path | None = None,
+        name: str = "allot",
+        command: str = "run",
     ) -> None:
+        """`command`: `run`, or `dashboard` (the read-only mirror, same flags for what they share)."""
         self.plane = plane
         self.log = plane.workdir / "logs" / f"{name}-{time.monotonic_ns()}.log"
-        command = [
+        argv = [
             allot_binary(),
-            "run",
+            command,
             f"--kubeconfig={kubeconfig or plane.kubeconfig}",
             "--port=0",
             "--log-level=debug",
@@ -206,12 +213,23 @@ class AllotProcess:
         ]
         handle = self.log.open("wb")
         self.process = subprocess.Popen(
-            command, stdout=handle, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            argv, stdout=handle, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
         )
         handle.close()
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
+
+    def http_port(self, timeout: float = 60.0) -> int:
+        """The port of its HTTP server (/metrics, the dashboard), once it listens."""
+        found = eventually(
+            lambda: re.search(r"/readyz on [0-9.]+:(\d+)", self.output()) or not self.alive(),
+            timeout=timeout,
+            what="allot's HTTP port in its log",
+        )
+        if not isinstance(found, re.Match):
+            raise AssertionError("allot stopped:\n" + self.output()[-3000:])
+        return int(found.group(1))
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -306,15 +324,11 @@ def priority_class(name: str, value: int) -> str:
 
 def metric(process: AllotProcess, name: str, **labels: str) -> float:
     """One sample of allot's /metrics (0 when absent)."""
-    import re
     import urllib.request
 
     from prometheus_client.parser import text_string_to_metric_families
 
-    found = re.search(r"/readyz on [0-9.]+:(\d+)", process.output())
-    if found is None:
-        raise AssertionError("allot's HTTP port is not in its log:\n" + process.output()[-2000:])
-    with urllib.request.urlopen(f"http://127.0.0.1:{found.group(1)}/metrics", timeout=10) as response:
+    with urllib.request.urlopen(f"http://127.0.0.1:{process.http_port()}/metrics", timeout=10) as response:
         text = response.read().decode()
     for family in text_string_to_metric_families(text):
         for sample in family.samples:

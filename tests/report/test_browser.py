@@ -4,7 +4,6 @@ screenshot is not blank. Skipped only when Chromium is not installed (CI install
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,26 +13,15 @@ from matplotlib.image import imread
 
 from allot.report import ReportData, write_report
 from allot.sim.metrics import summarize
+from chromium import FLAGS as chromium_flags
+from chromium import chromium
 from sim.cases import SMALL, run
 
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--enable-logging=stderr",
-    "--v=0",
-    "--hide-scrollbars",
-    "--window-size=1400,3000",
-)
+FLAGS = (*chromium_flags, "--enable-logging=stderr", "--v=0", "--window-size=1400,3000")
 
 
 def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    browser = chromium()
     if browser is None:
         pytest.skip("chromium is not installed; run .ci/install-browser to enable this test")
     results = [run(SMALL, policy) for policy in ("fifo-priority", "fair")]

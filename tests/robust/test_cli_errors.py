@@ -16,7 +16,7 @@ import yaml
 from click.testing import CliRunner
 
 from allot.cli import main as entry
-from allot.cli.main import cli
+from allot.cli.main import cli, subcommands
 from allot.cli.params import FilePath
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -211,7 +211,7 @@ def test_a_path_too_long_for_the_file_system_is_bad_input() -> None:
 
 def _options(command: click.Command) -> list[click.Parameter]:
     if isinstance(command, click.Group):
-        return [p for sub in command.commands.values() for p in _options(sub)]
+        return [p for sub in subcommands(command).values() for p in _options(sub)]
     return list(command.params)
 
 

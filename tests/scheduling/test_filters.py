@@ -103,10 +103,7 @@ def test_not_ready_nodes_are_treated_as_tainted_not_ready() -> None:
     state = ClusterState(nodes=[node("down", ready=False)], pods=[pod("p")])
     outcome = place(state, "p")
     assert isinstance(outcome, Unschedulable)
-    assert (
-        outcome.message
-        == "0/1 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }."
-    )
+    assert outcome.message == "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
 
 
 @pytest.mark.parametrize(
@@ -128,7 +125,7 @@ def test_taints_keep_pods_off_unless_tolerated(toleration: Toleration | None, pl
     assert isinstance(outcome, Placement) == placed
     if not placed:
         assert isinstance(outcome, Unschedulable)
-        assert outcome.message == "0/1 nodes are available: 1 node(s) had untolerated taint {gpu: true}."
+        assert outcome.message == "0/1 nodes are available: 1 node(s) had untolerated taint(s)."
 
 
 def test_node_selector_and_required_affinity() -> None:

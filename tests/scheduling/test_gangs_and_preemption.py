@@ -6,6 +6,7 @@ from allot.cluster.invariants import check
 from allot.cluster.state import ClusterState
 from allot.scheduling.gang import GangPlacement, GangUnschedulable, gangs, place_gang
 from allot.scheduling.preemption import Preemptor
+from allot.scheduling.profile import Profile
 from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
 from builders import (
     claim_spec,
@@ -122,7 +123,10 @@ def test_preemption_avoids_violating_disruption_budgets() -> None:
     assert choice.node == "n2" and choice.violations == 0 and len(choice.victims) == 1
 
 
-def test_preemption_frees_devices_of_victims() -> None:
+def _high_waits_for_the_gpu_low_holds(
+    profile: Profile | None = None,
+) -> tuple[ClusterState, Scheduler, Unschedulable]:
+    """One node with one GPU that a low-priority pod holds; a high-priority pod asks for it."""
     template = claim_template("one-gpu", claim_spec(("gpu", "gpu.example.com", 1)))
     state = ClusterState(
         nodes=[node("n1")],
@@ -131,12 +135,17 @@ def test_preemption_frees_devices_of_victims() -> None:
         templates=[template],
         pods=[pod("low", claims={"gpu": "one-gpu"}, priority=1)],
     )
-    scheduler = Scheduler(state)
+    scheduler = Scheduler(state, {profile.scheduler_name: profile} if profile else None)
     assert isinstance(scheduler.schedule("default/low"), Placement)
     state.add_pod(pod("high", claims={"gpu": "one-gpu"}, priority=10))
     failure = scheduler.place("default/high")
     assert isinstance(failure, Unschedulable)
     assert failure.message == "0/1 nodes are available: 1 cannot allocate all claims."
+    return state, scheduler, failure
+
+
+def test_preemption_frees_devices_of_victims() -> None:
+    state, scheduler, failure = _high_waits_for_the_gpu_low_holds()
     choice = Preemptor(scheduler).preempt("default/high", failure)
     assert choice is not None and choice.victims == ("default/low",)
     for victim in choice.victims:
@@ -144,6 +153,18 @@ def test_preemption_frees_devices_of_victims() -> None:
     placed = scheduler.schedule("default/high")
     assert isinstance(placed, Placement)
     assert check(state) == []
+
+
+def test_preempt_for_devices_false_never_preempts_for_devices_as_kube_scheduler() -> None:
+    # kube-scheduler's DynamicResources reports "cannot allocate all claims" as unresolvable:
+    # preemption is "not helpful" there, however low the pod holding the device.
+    profile = Profile(plugin_args={"DynamicResources": {"preemptForDevices": False}})
+    _, scheduler, failure = _high_waits_for_the_gpu_low_holds(profile)
+    attempt = Preemptor(scheduler).attempt("default/high", failure)
+    assert attempt.candidate is None
+    assert (
+        attempt.message == "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
 
 
 def test_a_victim_in_a_gang_takes_its_whole_gang_with_it() -> None:

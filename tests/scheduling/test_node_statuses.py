@@ -87,3 +87,27 @@ def test_nodes_by_code_from_arrays_match_the_per_node_statuses(
         built = NodeStatuses(rejections, statuses, NODES)
         expected = sorted(int(name[1:]) for name, status in built.items() if status.code == code)
         assert from_arrays == expected == built.indices_with(code)
+
+
+class _RefuseToReserve:
+    name = "RefuseToReserve"
+
+    def reserve(self, cycle: object, index: int) -> Status:
+        return Status(Code.UNSCHEDULABLE, ("node refused at reserve",), self.name)
+
+
+def test_a_node_refused_at_reserve_says_why() -> None:
+    # Every node passes the filters, then a plugin refuses each at reserve: the pod's message names
+    # that reason for every node, as kube-scheduler reports a failed Reserve.
+    from allot.cluster.state import ClusterState
+    from allot.scheduling.scheduler import Scheduler, Unschedulable
+    from builders import node, pod
+
+    state = ClusterState(nodes=[node("a", cpu="4"), node("b", cpu="4")], pods=[pod("p", cpu="1")])
+    scheduler = Scheduler(state)
+    plugins = scheduler.plugins("default-scheduler")
+    assert plugins is not None
+    plugins.reservers.append(_RefuseToReserve())  # type: ignore[arg-type]
+    outcome = scheduler.place("default/p")
+    assert isinstance(outcome, Unschedulable)
+    assert outcome.message.startswith("0/2 nodes are available: 2 node refused at reserve."), outcome.message

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from allot.cluster.state import ClusterState
 from allot.model.core import Taint, Toleration
+from allot.scheduling.framework import Cycle
+from allot.scheduling.plugins.balanced_allocation import BalancedAllocation
 from allot.scheduling.profile import Profile
 from allot.scheduling.scheduler import Placement, Scheduler
 from builders import node, pod, requirement
@@ -48,6 +52,23 @@ def test_balanced_allocation_prefers_proportional_use() -> None:
         chosen(ClusterState(nodes=nodes, pods=pods), "p", only("NodeResourcesBalancedAllocation"))
         == "cpu-heavy"
     )
+
+
+def test_balanced_allocation_scores_the_change_in_balance_as_kube_scheduler_1_36() -> None:
+    # Recorded from kube-scheduler v1.36 (its -v=10 log): the empty node scores 71 and the
+    # busier one 74, since the pod unbalances the empty node more; the score before 1.36 (the
+    # balance after placement alone) preferred the empty node, 93 to 92.
+    nodes = [node("empty", cpu="8", memory="32Gi"), node("busier", cpu="32", memory="128Gi")]
+    pods = [pod("running", cpu="4", memory="1Gi", node_name="busier"), pod("p", cpu="1", memory="128Mi")]
+    state = ClusterState(nodes=nodes, pods=pods)
+    scores = BalancedAllocation().score(Cycle(state, state.pods["default/p"]), np.array([0, 1]))
+    by_name = {state.nodes.infos[i].name: float(s) for i, s in enumerate(scores)}
+    assert by_name == {"empty": 71.0, "busier": 74.0}
+    assert chosen(state, "p", only("NodeResourcesBalancedAllocation")) == "busier"
+    # A pod that asks for neither cpu nor memory is not scored at all.
+    state.add_pod(pod("best-effort", cpu=None))
+    zero = BalancedAllocation().score(Cycle(state, state.pods["default/best-effort"]), np.array([0, 1]))
+    assert zero.tolist() == [0.0, 0.0]
 
 
 def test_prefer_no_schedule_taints_are_avoided_when_possible() -> None:

@@ -15,7 +15,7 @@ from allot.model.base import ObjectMeta
 from allot.model.core import Namespace
 from allot.scheduling.profile import DEFAULT_FILTERS, Profile, profiles_from_config
 from allot.scheduling.registry import known_plugins
-from allot.scheduling.scheduler import Placement, Scheduler
+from allot.scheduling.scheduler import Outcome, Placement, Scheduler
 from allot.scheduling.sharing.domains import parse_trust_domain
 from fuzzing import examples
 from sharing.helpers import devices_of, hami_cluster, hami_pod, scheduler, sharing_profile
@@ -48,21 +48,35 @@ def test_another_namespace_never_gets_a_used_gpu() -> None:
     assert devices_of(same) == [("n1", "hami-gpu-0")]
 
 
-def test_another_namespace_takes_a_free_gpu_instead() -> None:
+@pytest.mark.parametrize(
+    "profile",
+    [
+        sharing_profile("BestFit"),
+        # kube-scheduler's plugins plus GpuIsolation (the default profile): DynamicResources must
+        # steer its allocation away from the other namespace's GPU, not pick it and be refused.
+        Profile(plugin_args={"DynamicResources": {"alignment": "preferred"}}),
+        Profile(plugin_args={"DynamicResources": {"alignment": "none"}}),
+    ],
+    ids=["BestFit", "default", "default-first-found"],
+)
+def test_another_namespace_takes_a_free_gpu_instead(profile: Profile) -> None:
     state = hami_cluster({"n1": 2})
-    sched = scheduler(state, sharing_profile("BestFit"))
-    first = devices_of(
-        sched.schedule(state.add_pod(hami_pod("a1", cores=30, memory_mib=1000, namespace="a")).key)
-    )
-    second = devices_of(
-        sched.schedule(state.add_pod(hami_pod("b1", cores=30, memory_mib=1000, namespace="b")).key)
-    )
+    sched = scheduler(state, profile)
+
+    def small(name: str, namespace: str) -> Outcome:
+        return sched.schedule(
+            state.add_pod(hami_pod(name, cores=30, memory_mib=1000, namespace=namespace)).key
+        )
+
+    first = devices_of(small("a1", "a"))
+    second = devices_of(small("b1", "b"))
     assert first != second
     # Best fit would have put it on the used GPU, had the domain allowed it.
-    third = devices_of(
-        sched.schedule(state.add_pod(hami_pod("a2", cores=30, memory_mib=1000, namespace="a")).key)
-    )
-    assert third == first
+    assert devices_of(small("a2", "a")) == first
+    assert devices_of(small("b2", "b")) == second
+    blocked = small("c1", "c")
+    assert not isinstance(blocked, Placement)
+    assert "trust domain" in blocked.message
 
 
 def test_tenant_label_on_pod_or_namespace_is_the_domain() -> None:

@@ -42,6 +42,7 @@ class CycleHost(AdmissionView, Protocol):
     """What a cycle reads and changes of the admission state (AdmissionState is one)."""
 
     _touched: set[str]
+    parked_in_cycle: list[str]
 
     @property
     def queues(self) -> Mapping[str, PendingQueue]: ...
@@ -128,10 +129,12 @@ class _Cycle:
                 known = marks.get(entry.equivalence())
                 if known is not None:
                     state._park_entry(entry, known)
+                    state.parked_in_cycle.append(key)
                     continue
             assignment = state._assignment(entry)
             if assignment.mode is Mode.NO_FIT:
                 state._park_entry(entry, ParkReason.quota(assignment.message()))
+                state.parked_in_cycle.append(key)
                 continue
             self.nominations[key] = assignment
             return key

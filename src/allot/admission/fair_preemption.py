@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator
 from allot.admission.fair_sharing import DRS, NEGATIVE_DRS, compare_drs
 from allot.admission.ordering import Admitted, candidate_key
 from allot.admission.quota import NEVER
+from allot.admission.resources import FlavorResource
 from allot.admission.targets import (
     IN_CLUSTER_QUEUE,
     IN_COHORT_FAIR_SHARING,
@@ -221,10 +222,17 @@ def _first_strategy(
             while ordering.has(target):
                 retry.append(ordering.pop(target))
             continue
+        # The tree does not change until a victim is taken, and the target's share without a
+        # workload depends only on that workload's usage: candidates of one shape are judged once.
+        judged: dict[tuple[tuple[FlavorResource, int], ...], bool] = {}
         while ordering.has(target):
             workload = ordering.pop(target)
-            target_new = ordering.target_share_without(target, workload)
-            if strategy(preemptor_new, target_old, target_new):
+            shape = tuple(sorted(workload.usage.items()))
+            verdict = judged.get(shape)
+            if verdict is None:
+                target_new = ordering.target_share_without(target, workload)
+                verdict = judged[shape] = strategy(preemptor_new, target_old, target_new)
+            if verdict:
                 world.remove(workload)
                 yield workload, IN_COHORT_FAIR_SHARING
                 break

@@ -21,7 +21,7 @@ quotas, so it is cached per parent node until the tree's quotas change.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from allot.admission.resources import FlavorResource
@@ -86,12 +86,17 @@ def compare_drs(a: DRS, b: DRS) -> int:
 class ShareCalculator:
     """Computes DRS values; caches lendable capacity per parent node."""
 
-    def __init__(self) -> None:
+    def __init__(self, generation: Callable[[], int] | None = None) -> None:
+        """`generation` gives the quota tree's usage generation (equal generations mean equal
+        usage): shares are then cached per node until it changes."""
         self._lendable: dict[int, dict[str, int]] = {}
+        self._generation = generation
+        self._shares: dict[int, tuple[int, DRS]] = {}
 
     def invalidate(self) -> None:
-        """Forget cached lendable capacity (call after quotas change)."""
+        """Forget cached lendable capacity and shares (call after quotas change)."""
         self._lendable.clear()
+        self._shares.clear()
 
     def lendable(self, parent: Node) -> dict[str, int]:
         cached = self._lendable.get(id(parent))
@@ -105,6 +110,19 @@ class ShareCalculator:
 
     def share(self, node: Node, extra: Mapping[FlavorResource, int] | None = None) -> DRS:
         """DRS of `node`, with `extra` usage added to it (the node's own usage only)."""
+        if extra or self._generation is None:
+            return self._share(node, extra)
+        generation = self._generation()
+        cached = self._shares.get(id(node))
+        if cached is not None and cached[0] == generation:
+            return cached[1]
+        drs = self._share(node, None)
+        if len(self._shares) > 4096:
+            self._shares.clear()
+        self._shares[id(node)] = (generation, drs)
+        return drs
+
+    def _share(self, node: Node, extra: Mapping[FlavorResource, int] | None) -> DRS:
         parent = node.parent
         if parent is None:
             return DRS(weight=node.weight)

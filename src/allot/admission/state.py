@@ -107,7 +107,7 @@ class AdmissionState:
         self.namespace_labels: dict[str, dict[str, str]] = {
             ns.name: dict(ns.metadata.labels) for ns in namespaces
         }
-        self.shares = ShareCalculator()
+        self.shares = ShareCalculator(lambda: self.tree.generation)
         self.afs: AdmissionFairSharing | None = None
         if self.config.afs is not None:
             self.afs = AdmissionFairSharing(self.config.afs, self.journal, start=start_time)
@@ -126,6 +126,9 @@ class AdmissionState:
         self.entries: dict[str, QueueEntry] = {}
         self.builder: WorkloadBuilder | None = None
         self._touched: set[str] = set(self.queues)
+        # Workloads the cycle parked without offering them (NoFit, or equivalent to an inadmissible
+        # one): the engine reports why they wait, as it does for the ones it tried.
+        self.parked_in_cycle: list[str] = []
         self._assign_cache: dict[str, tuple[int, Workload, Assignment]] = {}
         self._backoff: list[tuple[float, str]] = []
         # Whether releases and capacity events wake workloads parked for placement here; an engine

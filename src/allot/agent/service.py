@@ -1,8 +1,10 @@
-"""`allot agent run` as a process: signals, the /metrics server, the agent loop, a clean exit.
+"""`allot agent run` as a process: signals, the /metrics server, the kubelet plugin, the agent
+loop, a clean exit.
 
 SIGTERM (what kubelet sends a DaemonSet pod) and SIGINT stop the loop; the
-agent then closes its connections and exits 0 without touching the
-published slices (see `allot.agent.runner`).
+agent then stops serving the kubelet (its sockets go, its checkpoint stays),
+closes its connections and exits 0 without touching the published slices
+(see `allot.agent.runner`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import signal
 from prometheus_client import start_http_server
 
 from allot.agent.client import ApiClient
+from allot.agent.kubelet.claims import ApiClaimReader
+from allot.agent.kubelet.plugin import PluginOptions, start_plugin
 from allot.agent.metrics import AgentMetrics
 from allot.agent.runner import Agent, AgentOptions
 from allot.agent.sources import Sources
@@ -28,7 +32,12 @@ def parse_address(address: str) -> tuple[str, int]:
 
 
 async def serve(
-    api: ApiClient, sources: Sources, options: AgentOptions, *, metrics_address: str = ""
+    api: ApiClient,
+    sources: Sources,
+    options: AgentOptions,
+    *,
+    metrics_address: str = "",
+    kubelet: PluginOptions | None = None,
 ) -> None:
     metrics = AgentMetrics()
     server = None
@@ -41,9 +50,21 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     agent = Agent(api, sources, options, metrics=metrics)
+    plugin = None
     try:
+        if kubelet is not None:
+            plugin = await start_plugin(
+                options.node,
+                kubelet,
+                ApiClaimReader(api),
+                published=lambda: agent.devices,
+                nvml=sources.gpu.inventory,
+                replicas=options.config.replicas,
+            )
         await agent.run(stop)
     finally:
+        if plugin is not None:
+            await plugin.stop()
         await agent.close()
         if server is not None:
             server.shutdown()

@@ -25,7 +25,10 @@ from allot.cli.exits import EXIT_BAD_INPUT
 from allot.cli.kubeconfig import config_errors, describe
 from allot.cli.params import FilePath
 from allot.model.codec import dump_json, dump_yaml
+from allot.model.presets.devices import CPU_DRIVER, GPU_DRIVER, NIC_DRIVER
+from allot.model.presets.gpu_sharing import HAMI_DRIVER
 from allot.report.files import write_atomically
+from allot.scheduling.sharing.domains import TrustDomain, parse_trust_domain
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -106,6 +109,48 @@ def _config(
     )  # fmt: skip
 
 
+def _trust_domain(ctx: click.Context, param: click.Parameter, value: str) -> TrustDomain:
+    try:
+        return parse_trust_domain(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from None
+
+
+def _kubelet_options(function: Any) -> Any:
+    drivers = (GPU_DRIVER, HAMI_DRIVER, NIC_DRIVER, CPU_DRIVER)
+    folder = FilePath(file_okay=False, path_type=Path)
+    options = [
+        click.option("--kubelet-plugin", is_flag=True,
+                     help="Also serve the kubelet's DRA plugin API: prepare allocated claims (CDI specs, MPS)."),
+        click.option("--kubelet-registry-dir", type=folder, default=Path("/var/lib/kubelet/plugins_registry"),
+                     show_default=True, help="The kubelet's plugin watcher folder (registration sockets)."),
+        click.option("--kubelet-plugins-dir", type=folder, default=Path("/var/lib/kubelet/plugins"),
+                     show_default=True, help="Where each driver's DRA socket goes (<dir>/<driver>/dra.sock)."),
+        click.option("--cdi-dir", type=folder, default=Path("/var/run/cdi"), show_default=True,
+                     help="Where the container runtime reads CDI specs."),
+        click.option("--state-dir", type=folder, default=Path("/var/lib/kubelet/plugins/allot-agent"),
+                     show_default=True, help="The plugin's checkpoint of prepared claims."),
+        click.option("--mps-dir", type=folder, default=Path("/run/allot/mps"), show_default=True,
+                     help="MPS daemons' pipe, log and shared-memory folders, one folder per GPU (a host path)."),
+        click.option("--mps-shm", type=click.Choice(["private", "shared"]), default="private", show_default=True,
+                     help="private: each GPU's MPS daemon gets its own /dev/shm (needs CAP_SYS_ADMIN); "
+                     "shared: the agent's /dev/shm."),
+        click.option("--mps-control", default="nvidia-cuda-mps-control", show_default=True,
+                     help="The MPS control command."),
+        click.option("--trust-domain", default="namespace", show_default=True, callback=_trust_domain,
+                     help="Who may share a GPU without memory isolation: namespace, localQueue, any or "
+                     "label:<key>; the scheduler's GpuIsolation setting."),
+        click.option("--nvidia-cdi-kind", default="", metavar="KIND",
+                     help="Also hand the runtime KIND=<UUID> per GPU from the NVIDIA container toolkit's CDI "
+                     "spec (e.g. nvidia.com/gpu, generated with --device-name-strategy=uuid)."),
+        click.option("--plugin-driver", "plugin_drivers", multiple=True, type=click.Choice(drivers),
+                     help="Register only these drivers with the kubelet (repeatable) [default: all four]."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
 @click.group()
 def agent() -> None:
     """The node agent: discover GPUs, NICs and CPUs and publish them as ResourceSlices."""
@@ -174,15 +219,21 @@ def discover(
     "--metrics-address", default=":9464", show_default=True, help='host:port for /metrics; "" for none.'
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log every publish.")
+@_kubelet_options
 def run(
     node_name: str, sysfs_root: Path, proc_root: Path, replay: Path | None, gpu_sharing: tuple[str, ...],
     time_slicing_replicas: int, nics: str, exclude_nics: tuple[str, ...], pci_ids: Path | None,
     kubeconfig: Path | None, qps: float, burst: int,
     resync: float, poll: float, settle: float, metrics_address: str, verbose: bool,
+    kubelet_plugin: bool, kubelet_registry_dir: Path, kubelet_plugins_dir: Path, cdi_dir: Path, state_dir: Path,
+    mps_dir: Path, mps_shm: str, mps_control: str, trust_domain: TrustDomain, nvidia_cdi_kind: str,
+    plugin_drivers: tuple[str, ...],
 ) -> None:  # fmt: skip
-    """Publish this node's devices and keep them true until SIGTERM (the slices stay)."""
-    try:  # the API client and metrics come with the `agent` extra; `discover` needs neither
+    """Publish this node's devices and keep them true until SIGTERM (the slices stay); with
+    --kubelet-plugin also prepare the claims the kubelet hands over (docs/kubelet-plugin.md)."""
+    try:  # the API client, metrics and gRPC come with the `agent` extra; `discover` needs none
         from allot.agent.client import make_client
+        from allot.agent.kubelet.plugin import PluginOptions, PluginStartError
         from allot.agent.runner import AgentOptions
         from allot.agent.service import serve
     except ImportError as err:
@@ -201,4 +252,16 @@ def run(
         click.echo(f"error: no API server configuration: {describe(err)}", err=True)
         raise SystemExit(EXIT_BAD_INPUT) from None
     options = AgentOptions(node=node_name, config=config, resync=resync, poll=poll, settle=settle)
-    asyncio.run(serve(api, sources, options, metrics_address=metrics_address))
+    kubelet = None
+    if kubelet_plugin:
+        kubelet = PluginOptions(
+            cdi_dir=cdi_dir, state_dir=state_dir, registry_dir=kubelet_registry_dir, plugins_dir=kubelet_plugins_dir,
+            mps_dir=mps_dir, mps_control=mps_control, mps_private_shm=mps_shm == "private",
+            trust_domain=trust_domain, toolkit_cdi_kind=nvidia_cdi_kind,
+            drivers=plugin_drivers or PluginOptions().drivers,
+        )  # fmt: skip
+    try:
+        asyncio.run(serve(api, sources, options, metrics_address=metrics_address, kubelet=kubelet))
+    except PluginStartError as err:
+        click.echo(f"error: kubelet plugin: {err}", err=True)
+        raise SystemExit(EXIT_BAD_INPUT) from None

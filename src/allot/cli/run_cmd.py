@@ -6,7 +6,9 @@ import asyncio
 import json
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -16,7 +18,52 @@ from allot.cli.params import FilePath
 from allot.cli.profiles import load_profiles
 from allot.scheduling.profile import Profile
 
+if TYPE_CHECKING:
+    from allot.live.app import RunSettings
+
 DEFAULT_SCHEDULER_NAME = "allot"
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def kubeconfig_options(command: Command) -> Command:
+    """--kubeconfig and --context, as every command that talks to a cluster takes them."""
+    command = click.option("--context", help="Kubeconfig context (default: its current-context).")(command)
+    return click.option(
+        "--kubeconfig",
+        type=FilePath(exists=True, dir_okay=False),
+        help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account).",
+    )(command)
+
+
+def log_options(command: Command) -> Command:
+    """--log-format and --log-level (see `configure_logging`)."""
+    command = click.option(
+        "--log-level",
+        type=click.Choice(["debug", "info", "warning", "error"]),
+        default="info",
+        show_default=True,
+    )(command)
+    return click.option(
+        "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+    )(command)
+
+
+dashboard_interval_option = click.option(
+    "--dashboard-interval",
+    type=click.FloatRange(min=0.5, max=3600),
+    default=15.0,
+    show_default=True,
+    help="Seconds between the dashboard's samples of the cluster: its history (6 hours kept) and the GPU "
+    "gauges of /metrics.",
+)
+
+pool_label_option = click.option(
+    "--pool-label",
+    multiple=True,
+    metavar="LABEL",
+    help="Node label naming a node's pool in the dashboard, tried in order (repeatable; default: "
+    "the cloud providers' node pool labels, else the node name without its trailing number).",
+)
 
 
 class _JsonFormatter(logging.Formatter):
@@ -46,12 +93,7 @@ def configure_logging(fmt: str, level: str) -> None:
 
 
 @click.command()
-@click.option(
-    "--kubeconfig",
-    type=FilePath(exists=True, dir_okay=False),
-    help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account).",
-)
-@click.option("--context", help="Kubeconfig context (default: its current-context).")
+@kubeconfig_options
 @click.option(
     "--config",
     "config_path",
@@ -103,7 +145,7 @@ def configure_logging(fmt: str, level: str) -> None:
     type=click.IntRange(min=-1, max=65535),
     default=10259,
     show_default=True,
-    help="HTTP port for /metrics, /healthz, /readyz (-1: none, 0: any free port).",
+    help="HTTP port for /metrics, /healthz, /readyz and the dashboard (-1: none, 0: any free port).",
 )
 @click.option(
     "--webhook-port",
@@ -128,15 +170,28 @@ def configure_logging(fmt: str, level: str) -> None:
     help="Seconds a nominated pod waits for its preemption victims to go before it is tried again.",
 )
 @click.option(
+    "--max-bindings-in-flight",
+    type=click.IntRange(min=1, max=10_000),
+    default=16,  # allot.live.binder.DEFAULT_PARALLELISM (not imported: the live extra is optional)
+    show_default=True,
+    help="Bindings that write to the API server at once; the others wait their turn in decision order.",
+)
+@click.option(
     "--kueue/--no-kueue",
     default=True,
     show_default=True,
     help="Admit pods naming a Kueue LocalQueue where Kueue's objects are served.",
 )
-@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option(
-    "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True
+    "--dashboard/--no-dashboard",
+    default=True,
+    show_default=True,
+    help="Serve the dashboard on the HTTP port (/ beside /metrics; docs/dashboard.md); without it the "
+    "GPU gauges of /metrics are still kept.",
 )
+@pool_label_option
+@dashboard_interval_option
+@log_options
 def run(
     kubeconfig: str | None,
     context: str | None,
@@ -157,7 +212,11 @@ def run(
     webhook_cert_file: str | None,
     webhook_key_file: str | None,
     victim_timeout: float,
+    max_bindings_in_flight: int,
     kueue: bool,
+    dashboard: bool,
+    pool_label: tuple[str, ...],
+    dashboard_interval: float,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -167,11 +226,10 @@ def run(
     LocalQueue, gangs, DRA, topology, GPU sharing and preemption. See docs/live.md.
     """
     try:
-        from allot.live.app import LeadershipLost, RunSettings
-        from allot.live.app import run as run_live
-        from allot.live.client import ClientOptions, load_config
+        from allot.dashboard.live_source import live_dashboard
+        from allot.live.app import RunSettings
+        from allot.live.client import ClientOptions
         from allot.live.leader import LeaseSettings
-        from allot.live.scheduler import KueueConflict
     except ImportError as err:
         bad_input(
             [f"allot run needs the live extra (pip install 'allot[live]'): {err}"], "nothing was scheduled"
@@ -210,21 +268,38 @@ def run(
         port=port,
         kueue=kueue,
         victim_timeout=victim_timeout,
+        max_bindings_in_flight=max_bindings_in_flight,
         webhook_port=webhook_port,
         webhook_cert_file=webhook_cert_file,
         webhook_key_file=webhook_key_file,
+        extend_app=live_dashboard(
+            title="allot run", pool_labels=pool_label, routes=dashboard, interval=dashboard_interval
+        ),
     )
     if (webhook_cert_file is None) != (webhook_key_file is None):
         raise click.UsageError("--webhook-cert-file and --webhook-key-file go together")
+    run_settings(settings, "allot run", "nothing was scheduled")
+
+
+def run_settings(settings: RunSettings, command: str, not_done: str) -> None:
+    """Run the live scheduler (or its read-only mirror) to the end; errors in one line, exit 1."""
+    from allot.live.app import LeadershipLost
+    from allot.live.app import run as run_live
+    from allot.live.client import load_config
+    from allot.live.scheduler import KueueConflict
+
     try:
         load_config(settings.client.kubeconfig, settings.client.context)
     except config_errors() as error:  # no kubeconfig, no in-cluster config, or an unusable one
-        bad_input([f"no API server configuration: {describe(error)}"], "nothing was scheduled")
+        bad_input([f"no API server configuration: {describe(error)}"], not_done)
     try:
         asyncio.run(run_live(settings))
     except LeadershipLost as lost:
-        click.echo(f"allot run: {lost}", err=True)
+        click.echo(f"{command}: {lost}", err=True)
+        sys.exit(1)
+    except OSError as error:  # the HTTP port is taken, or not ours to bind
+        click.echo(f"{command}: cannot serve: {error.strerror or error}", err=True)
         sys.exit(1)
     except (ValueError, KueueConflict) as error:
-        click.echo(f"allot run: {error}", err=True)
+        click.echo(f"{command}: {error}", err=True)
         sys.exit(1)

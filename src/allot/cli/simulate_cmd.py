@@ -8,10 +8,13 @@ written then.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import NoReturn
@@ -49,6 +52,18 @@ from allot.sim.topology import default_model
 from allot.sim.traces import parse_trace_option
 
 BUILTIN = "default.yaml"
+DEFAULT_FRAMES = 120
+MAX_FRAMES = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class FrameSettings:
+    """Dashboard frames to record: `count` over the run, under `directory/<policy>`."""
+
+    directory: Path
+    count: int
+
+
 PROGRESS_INTERVAL = 0.1  # seconds of wall time between progress-bar updates
 
 
@@ -85,7 +100,13 @@ class _Bars:
 
 
 def _run(
-    prepared: Prepared, *, check: bool, workers: int, console: Console | None, ray_address: str | None = None
+    prepared: Prepared,
+    *,
+    check: bool,
+    workers: int,
+    console: Console | None,
+    ray_address: str | None = None,
+    frames: FrameSettings | None = None,
 ) -> list[SimResult]:
     options = SimOptions(
         horizon=prepared.horizon, checkpoint=prepared.scenario.checkpoint, check_invariants=check
@@ -94,7 +115,7 @@ def _run(
 
     def task(policy: Policy) -> Task:
         def run(progress: Callable[[float], None]) -> SimResult:
-            return Simulation(
+            simulation = Simulation(
                 manifests=prepared.manifests,
                 workload=prepared.workload,
                 policy=policy,
@@ -104,7 +125,20 @@ def _run(
                 node_events=prepared.scenario.node_events,
                 throughput=default_model(prepared.scenario.throughput),
                 progress=progress,
-            ).run()
+            )
+            if frames is None:
+                return simulation.run()
+            from allot.dashboard.frames import FrameRecorder
+
+            recorder = FrameRecorder(
+                simulation,
+                frames.directory / policy.name,
+                every=max(end, 1.0) / frames.count,
+                title=f"{prepared.scenario.name}: {policy.name}",
+            )
+            result = simulation.run()
+            recorder.finish(result.end)
+            return result
 
         return run
 
@@ -225,6 +259,34 @@ def _limit(what: str, default: int, whole: str) -> Callable[[Callable[..., None]
     help="Run the policies as tasks on a Ray cluster (auto, ray://HOST:10001, or local) instead of local processes.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option(
+    "--serve",
+    is_flag=True,
+    help="After the run, serve the dashboard over simulated time (every policy; Ctrl-C stops it).",
+)
+@click.option(
+    "--record-frames",
+    type=FilePath(file_okay=False, path_type=Path),
+    help="Keep the dashboard's frames in this folder (one subfolder per policy) for `allot dashboard --replay`.",
+)
+@click.option(
+    "--frames",
+    "frame_count",
+    type=click.IntRange(2, MAX_FRAMES),
+    default=DEFAULT_FRAMES,
+    show_default=True,
+    help="Dashboard frames over the simulated time (with --serve or --record-frames).",
+)
+@click.option(
+    "--bind-address", default="127.0.0.1", show_default=True, help="Address the dashboard listens on."
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8080,
+    show_default=True,
+    help="Port of the dashboard (0: any free port).",
+)
 @_limit("nodes", DEFAULT_MAX_NODES, "a cluster")
 @_limit("jobs", DEFAULT_MAX_JOBS, "a workload")
 @_limit("pods", DEFAULT_MAX_PODS, "a workload")
@@ -244,6 +306,11 @@ def simulate(
     max_jobs: int,
     max_pods: int,
     ray_address: str | None,
+    serve: bool,
+    record_frames: Path | None,
+    frame_count: int,
+    bind_address: str,
+    port: int,
 ) -> None:
     """Simulate SCENARIO (a scenario YAML; default: the built-in three-team DGX H100 cluster).
 
@@ -272,6 +339,60 @@ def simulate(
         )
     except ManifestErrors as errors:
         _fail(errors)
+    if (serve or record_frames is not None) and ray_address is not None:
+        raise click.UsageError("--serve and --record-frames record on this machine: not with --ray")
+    if (serve or record_frames is not None) and importlib.util.find_spec("aiohttp") is None:
+        bad_input(
+            ["--serve needs the dashboard extra (pip install 'allot[dashboard]')"], "nothing was simulated"
+        )
+    scratch = None
+    folder = record_frames
+    if serve and folder is None:
+        scratch = tempfile.TemporaryDirectory(prefix="allot-frames-")
+        folder = Path(scratch.name)
+    frames = None
+    if folder is not None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            bad_input(
+                [f"--record-frames {folder}: cannot create it: {err.strerror or err}"],
+                "nothing was simulated",
+            )
+        frames = FrameSettings(folder, frame_count)
+    try:
+        _simulate_and_report(
+            prepared,
+            check=check,
+            workers=workers,
+            quiet=quiet,
+            ray_address=ray_address,
+            frames=frames,
+            report_dir=None if no_report else report_dir,
+            output=output,
+        )
+        if serve and frames is not None:
+            from allot.cli.dashboard_cmd import replay_sources, serve_sources
+
+            sys.stdout.flush()
+            runs = [p.name for p in prepared.policies]
+            serve_sources(replay_sources(frames.directory, runs), bind_address, port)
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
+
+
+def _simulate_and_report(
+    prepared: Prepared,
+    *,
+    check: bool,
+    workers: int | None,
+    quiet: bool,
+    ray_address: str | None,
+    frames: FrameSettings | None,
+    report_dir: Path | None,
+    output: str,
+) -> None:
     err_console = Console(stderr=True)
     show_progress = not quiet and err_console.is_terminal
     try:
@@ -281,6 +402,7 @@ def simulate(
             workers=workers or default_workers(len(prepared.policies)),
             console=err_console if show_progress else None,
             ray_address=ray_address,
+            frames=frames,
         )
     except RayUnavailable as err:
         click.echo(f"error: {err}", err=True)
@@ -291,7 +413,7 @@ def simulate(
         negative(f"invariant violated: {failure}")
     summaries = [summarize(r) for r in results]
     report_path = None
-    if not no_report:
+    if report_dir is not None:
         data = ReportData(
             title=f"allot simulation: {prepared.scenario.name}",
             description=prepared.scenario.description,
@@ -315,7 +437,13 @@ def simulate(
             "report": str(report_path) if report_path is not None else None,
         }
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
-        return
+    else:
+        _print_summary(prepared, results, summaries, report_path)
+
+
+def _print_summary(
+    prepared: Prepared, results: list[SimResult], summaries: list[Summary], report_path: Path | None
+) -> None:
     console = Console()
     console.print(
         f"[bold]{prepared.scenario.name}[/]: {len(results[0].nodes)} nodes, {len(results[0].gpu_labels)} GPUs, "

@@ -410,6 +410,20 @@ class Engine(PodPath, Consolidating, Reserving):
             if waits is not None:
                 waits.admitted(workload.key, group)
             self._observe(now, None)
+        self._report_parked_in_cycle(decisions)
+
+    def _report_parked_in_cycle(self, decisions: list[Decision]) -> None:
+        """Waiting decisions for the workloads the admission cycle parked without offering them,
+        so every pending pod of a queued workload is told why it waits (drivers write it)."""
+        admission = self.admission
+        assert admission is not None
+        parked, admission.parked_in_cycle = admission.parked_in_cycle, []
+        for key in parked:
+            entry = admission.entries.get(key)
+            reason = admission.pending_reason(key)
+            if entry is None or reason is None:
+                continue
+            decisions.extend(Waiting(p, reason, key) for p in entry.workload.pods)
 
     def _admitted(
         self,

@@ -1,8 +1,10 @@
 """Running the live scheduler as a process: client, leader election, HTTP port, signals.
 
 `run(settings)` is what `allot run` calls: it connects to the API server, serves /metrics,
-/healthz and /readyz, mirrors the cluster, and schedules while it holds the Lease (or
-always, without `--leader-elect`). SIGTERM and SIGINT stop it gracefully: the writes under
+/healthz and /readyz (and whatever `extend_app` adds: the dashboard), mirrors the cluster,
+and schedules while it holds the Lease (or always, without `--leader-elect`). With
+`watch_only` (`allot dashboard`) it only mirrors: no cycle, no write, no Lease, no webhook.
+SIGTERM and SIGINT stop it gracefully: the writes under
 way finish, the Lease is given up. Losing the Lease stops the process with exit status 1,
 as kube-scheduler does, so its Deployment starts a fresh replica that rebuilds from the API.
 """
@@ -15,9 +17,12 @@ import logging
 import signal
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from aiohttp import web
+
+from allot.live.binder import DEFAULT_PARALLELISM
 from allot.live.client import ApiClient, ClientOptions
 from allot.live.http import bound_port, make_app, serve
 from allot.live.leader import LeaderElector, LeaseSettings
@@ -40,10 +45,15 @@ class RunSettings:
     port: int = 10259
     kueue: bool = True
     victim_timeout: float = 300.0
+    max_bindings_in_flight: int = DEFAULT_PARALLELISM
     # The Job webhook (TLS); served only when both files are given.
     webhook_port: int = 9443
     webhook_cert_file: str | None = None
     webhook_key_file: str | None = None
+    # Mirror only (`allot dashboard`): see the module docstring.
+    watch_only: bool = False
+    # Adds routes to the HTTP app once the scheduler exists (the dashboard, composed by the CLI).
+    extend_app: Callable[[web.Application, LiveScheduler], None] | None = None
 
 
 class LeadershipLost(RuntimeError):
@@ -67,11 +77,13 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
             kueue=settings.kueue,
             identity=identity,
             victim_timeout=settings.victim_timeout,
+            max_bindings_in_flight=settings.max_bindings_in_flight,
+            watch_only=settings.watch_only,
         ),
         metrics=metrics,
     )
     elector: LeaderElector | None = None
-    if settings.leader_elect:
+    if settings.leader_elect and not settings.watch_only:
         elector = LeaderElector(client, identity, settings.lease)
         scheduler.may_schedule = elector.leading.is_set
     runner = None
@@ -82,10 +94,12 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
             leading=lambda: elector is None or elector.leading.is_set(),
             last_step=lambda: scheduler.last_step,
         )
+        if settings.extend_app is not None:
+            settings.extend_app(app, scheduler)
         runner = await serve(app, settings.bind_address, settings.port)
         log.info("serving /metrics, /healthz, /readyz on %s:%d", settings.bind_address, bound_port(runner))
     webhook = None
-    if settings.webhook_cert_file and settings.webhook_key_file:
+    if settings.webhook_cert_file and settings.webhook_key_file and not settings.watch_only:
         context = tls_context(settings.webhook_cert_file, settings.webhook_key_file)
         scheduler_name = sorted(settings.profiles)[0] if settings.profiles else None
         webhook = await serve_webhook(

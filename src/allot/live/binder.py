@@ -6,6 +6,11 @@ write was based on as its precondition; then create the pod's Binding (with the 
 so a pod re-created under the same name is never bound by mistake). A nominated preemptor
 first waits until its victims are gone and the API no longer gives its devices to anyone.
 
+At most `parallelism` bindings write at once (the others wait their turn in the order they
+were decided): with a whole backlog decided in one cycle, writing every pod's requests at once
+would interleave them all, so that through the client's rate limit (or a busy API server) the
+first pod would be bound only when the last one is; in turns, pods are bound as they are decided.
+
 Any failure undoes what was written (the reservation is removed, and an allocation allot
 made is cleared when no other pod reserves the claim), then the cache forgets the
 assumption and the pod is pending again: a claim is never left allocated for a pod that was
@@ -32,6 +37,8 @@ from allot.model.resource import ResourceClaim
 log = logging.getLogger("allot.live.binder")
 
 VICTIM_POLL_SECONDS = 0.1
+# Bindings writing at once, by default.
+DEFAULT_PARALLELISM = 16
 CONFLICT_RETRIES = 3
 
 
@@ -61,12 +68,14 @@ class Binder:
         *,
         on_done: Done,
         victim_timeout: float = 300.0,
+        parallelism: int = DEFAULT_PARALLELISM,
     ) -> None:
         self.client = client
         self.cache = cache
         self.on_done = on_done
         self.victim_timeout = victim_timeout
         self.tasks: set[asyncio.Task[None]] = set()
+        self._turns = asyncio.Semaphore(parallelism)
 
     def start(self, flight: Flight) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(self._run(flight), name=f"bind {flight.pod}")
@@ -85,14 +94,8 @@ class Binder:
         try:
             if flight.victims:
                 await self._wait_for_victims(flight)
-            for key in flight.claims:
-                self._check(flight)
-                allocated = await self._write_claim(flight, key)
-                written.append((key, allocated))
-            self._check(flight)
-            await self._bind(flight)
-            self.cache.binding_written(flight.pod)
-            result = BindResult(flight.pod, flight.node, True, seconds=time.monotonic() - started)
+            async with self._turns:
+                result = await self._write(flight, started, written)
         except (BindError, ApiError) as error:
             reason = str(error) if isinstance(error, BindError) else f"binding failed: {error}"
             log.info("binding %s to %s failed: %s", flight.pod, flight.node, reason)
@@ -102,6 +105,17 @@ class Binder:
         outcome = self.on_done(result)
         if outcome is not None:
             await outcome
+
+    async def _write(self, flight: Flight, started: float, written: list[tuple[str, bool]]) -> BindResult:
+        """The claims' writes, then the Binding; `written` collects what an undo must take back."""
+        for key in flight.claims:
+            self._check(flight)
+            allocated = await self._write_claim(flight, key)
+            written.append((key, allocated))
+        self._check(flight)
+        await self._bind(flight)
+        self.cache.binding_written(flight.pod)
+        return BindResult(flight.pod, flight.node, True, seconds=time.monotonic() - started)
 
     def _check(self, flight: Flight) -> None:
         if flight.aborted:

@@ -4,8 +4,10 @@ kube-scheduler's: `scheduler_schedule_attempts_total{result,profile}`,
 `scheduler_scheduling_attempt_duration_seconds{result,profile}`, `scheduler_pending_pods{queue}`,
 `scheduler_preemption_victims`, `scheduler_preemption_attempts_total`. allot's own (prefix
 `allot_`): cycle duration, bindings and their latency, API requests, informer relists,
-quota usage and fair share per ClusterQueue, and GPUs allocated, total and stranded per node
-pool. Each scheduler has its own registry, so tests and simulations never share counters.
+quota usage and fair share per ClusterQueue, and GPUs per node pool and model (ready, allocated,
+in use, stranded, unhealthy) with the GPUs pending pods ask for: those the dashboard measures
+(`observe_gpus`, fed by its sampler). Each scheduler has its own registry, so tests and
+simulations never share counters.
 """
 
 from __future__ import annotations
@@ -95,6 +97,19 @@ class Metrics:
         self.api_requests = Gauge(
             "allot_api_requests", "API requests since start, by verb.", ["verb"], registry=r
         )
+        self.gpus = Gauge(
+            "allot_gpus", "GPUs per node pool and model, by state: total, ready (on a ready node, healthy), "
+            "allocated, in_use (running pods), stranded (free share of partly used GPUs), unhealthy; "
+            "GPU-equivalents.",
+            ["pool", "model", "state"], registry=r,
+        )  # fmt: skip
+        self.pending_gpus = Gauge(
+            "allot_pending_pod_gpus", "GPU-equivalents the pending pods ask for.", registry=r
+        )
+        self.gpu_hours_waiting = Gauge(
+            "allot_pending_gpu_hours", "GPUs asked by pending pods times how long each has waited, in hours.",
+            registry=r,
+        )  # fmt: skip
         self._victims_this_cycle = 0
 
     def exposition(self) -> bytes:
@@ -159,3 +174,14 @@ class Metrics:
                         self.quota_usage.labels(cq.name, flavor.name, resource.name).set(resource.total)
                 if cq.weighted_share is not None:
                     self.fair_share.labels(cq.name).set(cq.weighted_share)
+
+    def observe_gpus(
+        self, by_pool: Mapping[tuple[str, str], Mapping[str, float]], pending: float, gpu_hours: float
+    ) -> None:
+        """The cluster's GPUs by (pool, model) and state, and the pending pods' ask (the dashboard's)."""
+        self.gpus.clear()
+        for (pool, model), states in sorted(by_pool.items()):
+            for state, value in sorted(states.items()):
+                self.gpus.labels(pool, model, state).set(value)
+        self.pending_gpus.set(pending)
+        self.gpu_hours_waiting.set(gpu_hours)

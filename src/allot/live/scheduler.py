@@ -32,7 +32,7 @@ from allot.cluster.state import ClusterState
 from allot.engine.decisions import Admitted, Bound, CycleResult, Deallocated, Evicted, Waiting
 from allot.engine.engine import Engine, EnginePolicy
 from allot.engine.queueing import QueueingConfig
-from allot.live.binder import Binder, BindResult
+from allot.live.binder import DEFAULT_PARALLELISM, Binder, BindResult
 from allot.live.cache import BatchSummary, LiveCache
 from allot.live.client import ApiClient, ApiError, NotFound
 from allot.live.eviction import Evictor
@@ -63,6 +63,8 @@ class LiveOptions:
     # Run Kueue admission where Kueue's objects are served (True), or never (False).
     kueue: bool = True
     victim_timeout: float = 300.0
+    # Bindings that write at once (see allot.live.binder).
+    max_bindings_in_flight: int = DEFAULT_PARALLELISM
     # Seconds between cycles when nothing happens (safety net for time-based waits).
     idle_cycle_interval: float = IDLE_CYCLE_INTERVAL
     # Extra reflector settings, for tests (a short watch timeout exercises resumption).
@@ -70,6 +72,9 @@ class LiveOptions:
     page_size: int = 500
     discovery_interval: float = DISCOVERY_INTERVAL
     identity: str = ""
+    # Mirror the cluster and never schedule or write (`allot dashboard`): every pending pod, of
+    # any scheduler, is kept in the state so its wait can be shown; Kueue's own manager may run.
+    watch_only: bool = False
 
 
 @dataclass
@@ -110,10 +115,21 @@ class LiveScheduler:
             client, scheduler_name=self._controller_name(), on_failed=self._victim_survived
         )
         self.queue_status = QueueStatusWriter(client)
-        self.binder = Binder(client, self.cache, on_done=self._bound, victim_timeout=options.victim_timeout)
-        self.may_schedule: Callable[[], bool] = lambda: True
+        self.binder = Binder(
+            client,
+            self.cache,
+            on_done=self._bound,
+            victim_timeout=options.victim_timeout,
+            parallelism=options.max_bindings_in_flight,
+        )
+        self.may_schedule: Callable[[], bool] = lambda: not options.watch_only
         self.cycles = 0
         self.last_step = 0.0
+        # Bumped whenever the state may have changed (a batch of events, a cycle, a binding's end):
+        # readers of the state (the dashboard) rebuild their views only when it moved.
+        self.generation = 0
+        # Called with each cycle's result and time, after its decisions went out (the dashboard).
+        self.observers: list[Callable[[CycleResult, float], None]] = []
         # Why the scheduler stopped on its own (a conflict it must not run through), if it did.
         self.fatal: Exception | None = None
 
@@ -121,7 +137,7 @@ class LiveScheduler:
         return sorted(self.names)[0] if self.names else "allot"
 
     def is_ours(self, pod: Pod) -> bool:
-        return pod.spec.scheduler_name in self.names
+        return self.options.watch_only or pod.spec.scheduler_name in self.names
 
     # -- mirror ----------------------------------------------------------------------------
 
@@ -151,7 +167,7 @@ class LiveScheduler:
 
     async def _check_kueue_manager(self) -> None:
         """Stop (KueueConflict) if Kueue's own controller manager admits the queues allot serves."""
-        if not self._kueue_present():
+        if self.options.watch_only or not self._kueue_present():
             return
         queues = set(self.reflectors[CLUSTER_QUEUES].store)
         version = await self._served("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "workloads")
@@ -236,6 +252,14 @@ class LiveScheduler:
         kinds = tuple(k for k in KUEUE_KINDS + CORE_KINDS if k is not PODS)
         return admission_from_cluster(self._manifests(kinds), state)
 
+    def current_admission(self) -> AdmissionState | None:
+        """Admission as the cluster stands now, built afresh from the mirror (what a read-only
+        mirror shows: its engine runs no cycle, so it never admits or finishes anything)."""
+        state = self.cache.state
+        if state is None or not self._kueue_present():
+            return None
+        return self._admission(state)
+
     def _rebuild_admission(self) -> None:
         """Kueue's objects changed (or appeared): a fresh admission state over the same cluster."""
         if self.engine is None:
@@ -308,6 +332,8 @@ class LiveScheduler:
         self.last_step = time.monotonic()
         events, self._events = self._events, []
         summary = self.cache.apply(events)
+        if summary.changed:
+            self.generation += 1
         self._after_batch(summary, now)
         if self.cache.release_held(now):
             self._cycle_needed = True
@@ -331,6 +357,10 @@ class LiveScheduler:
             (time.perf_counter() - started) * 1000, cpu * 1000,
         )  # fmt: skip
         self._dispatch(result, now)
+        if result.decisions:
+            self.generation += 1
+        for observe in self.observers:
+            observe(result, now)
         self.metrics.observe_state(self.cache, engine)
         self.metrics.observe_informers(self.reflectors.values(), self.client.requests)
         if engine.admission is not None:
@@ -393,6 +423,7 @@ class LiveScheduler:
 
     def _bound(self, result: BindResult) -> None:
         self.metrics.binding(result)
+        self.generation += 1
         state = self.cache.state_or_fail()
         if result.ok:
             self.cache.succeeded(result.pod)

@@ -129,12 +129,29 @@ class Hints:
                 for other in state.pods_on(index):
                     if other.priority < lowest:
                         state.unbind(other.key)
+            # Filters alone say no more cheaply than a placement attempt, and most changed nodes
+            # have no room for any member: members are bound one by one only where one could fit.
+            if not self._any_fits(pending, index):
+                return 0
             for key in pending:
                 if count >= limit:
                     break
                 if self.scheduler.bind_on(key, index):
                     count += 1
         return count
+
+    def _any_fits(self, pod_keys: list[str], index: int) -> bool:
+        """Whether any of the pods passes the filters on node `index` (each class asked once)."""
+        asked: set[bytes] = set()
+        for key in pod_keys:
+            klass = self.scheduler.equivalence_class(key)
+            if klass is not None:
+                if klass in asked:
+                    continue
+                asked.add(klass)
+            if self.scheduler.fits_on(key, index):
+                return True
+        return False
 
     def fits_on(self, pod_key: str, index: int, *, preempting: bool) -> bool:
         """Whether the pending pod fits node `index`, once its lower-priority pods are gone if it may preempt."""

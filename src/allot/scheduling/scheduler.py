@@ -212,7 +212,10 @@ class Scheduler:
             scores += weight * scorer.score(cycle, feasible)
         for position in self._ranked(pod_key, feasible, scores):
             index = int(feasible[position])
-            if all(r.reserve(cycle, index).ok for r in plugins.reservers):
+            refused = next(
+                (s for s in (r.reserve(cycle, index) for r in plugins.reservers) if not s.ok), None
+            )
+            if refused is None:
                 node = state.nodes.infos[index].name
                 return Placement(
                     pod_key,
@@ -224,6 +227,8 @@ class Scheduler:
                 )
             cycle.allocations.clear()
             cycle.new_claims.clear()
+            # The node passed the filters but a plugin refused to reserve it: that is its reason.
+            cycle.node_statuses[index] = refused
         names = {
             state.nodes.infos[int(i)].name: cycle.node_statuses.get(int(i), Status(Code.ERROR))
             for i in feasible

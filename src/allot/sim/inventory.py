@@ -35,7 +35,12 @@ from allot.dra import Allocator
 from allot.dra.selection import candidates
 from allot.model.core import Node
 from allot.model.quantity import Quantity
-from allot.model.resource import AllocationResult, DeviceSelector, ResourceSlice
+from allot.model.resource import (
+    AllocationResult,
+    DeviceRequestAllocationResult,
+    DeviceSelector,
+    ResourceSlice,
+)
 
 PLUGIN_GPU_RESOURCE = "nvidia.com/gpu"
 COMPUTE_COUNTER = "multiprocessors"
@@ -164,14 +169,24 @@ class GpuInventory:
         usage: list[Usage] = []
         for allocation in allocations:
             for result in allocation.devices.results:
-                entry = self._entries.get((result.driver, result.pool, result.device))
-                if entry is None:
-                    continue
-                if entry.take is not None:
-                    usage.append((entry.gpu, *entry.take))
-                    continue
-                usage.append((entry.gpu, *self._capacity_take(entry, result.consumed_capacity)))
+                taken = self.result_usage(result)
+                if taken is not None:
+                    usage.append(taken)
         return usage
+
+    def result_usage(self, result: DeviceRequestAllocationResult) -> Usage | None:
+        """(gpu, compute, memory) for one allocated device; None when it is not a GPU's."""
+        entry = self._entries.get((result.driver, result.pool, result.device))
+        if entry is None:
+            return None
+        if entry.take is not None:
+            return (entry.gpu, *entry.take)
+        return (entry.gpu, *self._capacity_take(entry, result.consumed_capacity))
+
+    def gpu_of(self, driver: str, pool: str, device: str) -> int | None:
+        """The physical GPU a device belongs to (whole, partition or shared), or None."""
+        entry = self._entries.get((driver, pool, device))
+        return entry.gpu if entry is not None else None
 
     @staticmethod
     def _capacity_take(entry: _Entry, consumed: Mapping[str, Quantity] | None) -> tuple[float, float]:

@@ -194,6 +194,8 @@ class Simulation:
         # The GPUs each pod shape could run on (for "idle while work that could use it waited").
         self._usable: dict[str, npt.NDArray[np.bool_]] = {}
         self._counters = _Counters()
+        # Called with each cycle's result and time once it is applied (the dashboard's frames).
+        self.observers: list[Callable[[CycleResult, float], None]] = []
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -262,6 +264,8 @@ class Simulation:
             result = self.engine.cycle(now)
             self._counters.cycles += 1
             self._apply(result, now)
+            for observe in self.observers:
+                observe(result, now)
             if self.options.check_invariants:
                 problems = check(self.state)
                 if problems:

@@ -21,7 +21,9 @@ apart); `none` keeps upstream's first-found allocation, the baseline.
 
 Unlike kube-scheduler, a node whose devices are all taken is reported as
 `UNSCHEDULABLE` (not unresolvable): preempting the pods holding the devices
-can make room, and allot's preemption deallocates victims' claims.
+can make room, and allot's preemption deallocates victims' claims. Argument
+`preemptForDevices: false` reports it as kube-scheduler does (unresolvable,
+so preemption never runs to free devices).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from allot.scheduling.prioritized_list import (
     has_alternatives,
     normalize,
 )
+from allot.scheduling.sharing.isolation import exclusion
 from allot.scheduling.status import SUCCESS, Code, Status, error, unresolvable, unschedulable
 from allot.scheduling.topology.choice import AlignedChoice, DeviceChooser
 
@@ -116,8 +119,11 @@ class DynamicResources:
         scorer: Scorer | None = None,
         step_budget: int = 100_000,
         chooser: DeviceChooser | None = None,
+        preempt_for_devices: bool = True,
     ) -> None:
         self.scorer = scorer
+        # False: kube-scheduler's verdict, a node short of devices is unresolvable (never preempted on).
+        self.shortage = Code.UNSCHEDULABLE if preempt_for_devices else Code.UNRESOLVABLE
         self.step_budget = step_budget
         # Picks the devices on the node the pod goes to (topology alignment); filtering and
         # node scores do not use it, so it costs one call per placed pod.
@@ -139,7 +145,10 @@ class DynamicResources:
                 f"DynamicResources.alignment: expected {ALIGNMENT_PREFERRED} or {ALIGNMENT_NONE}, got {alignment!r}"
             )
         chooser = AlignedChoice() if alignment == ALIGNMENT_PREFERRED else None
-        return cls(step_budget=budget, chooser=chooser)
+        preempt = args.get("preemptForDevices", True)
+        if not isinstance(preempt, bool):
+            raise ValueError("DynamicResources.preemptForDevices: expected true or false")
+        return cls(step_budget=budget, chooser=chooser, preempt_for_devices=preempt)
 
     def allocator(self, cycle: Cycle) -> Allocator:
         state = cycle.state
@@ -266,7 +275,7 @@ class DynamicResources:
                 short |= shape.free < count
             short &= candidates
             if short.any():
-                rejections.append(Rejection(CANNOT_ALLOCATE, short, Code.UNSCHEDULABLE))
+                rejections.append(Rejection(CANNOT_ALLOCATE, short, self.shortage))
                 candidates = candidates & ~short
         if not data.pinned:
             return rejections
@@ -298,7 +307,9 @@ class DynamicResources:
             return SUCCESS
         layout = self.index(cycle).layout(index)
         verdict_key = None
-        if layout.signature is not None:
+        closed = exclusion(cycle)
+        # Verdicts are kept per node layout; one with GPUs closed to this pod's domain is decided afresh.
+        if layout.signature is not None and (closed is None or not closed.blocks(index)):
             signature = data.signature
             if extended is not None:
                 signature += msgspec.msgpack.encode(extended[0].spec, enc_hook=str)
@@ -325,11 +336,14 @@ class DynamicResources:
             claims.append(extended[0])
         allocator = self.allocator(cycle)
         allocated = cycle.state.allocated
+        # GPUs another trust domain shares (GpuIsolation): treated as taken, so that the pod gets
+        # a GPU open to it where the node has one, instead of one that reserve would refuse.
+        excluded = exclusion(cycle)
         try:
             if choose and self.chooser is not None:
-                outcome = self.chooser(allocator, node, claims, allocated)
+                outcome = self.chooser(allocator, node, claims, allocated, exclude=excluded)
             else:
-                outcome = allocator.allocate(node, claims, allocated, scorer=self.scorer)
+                outcome = allocator.allocate(node, claims, allocated, scorer=self.scorer, exclude=excluded)
         except AllocationError as failure:
             return error(NAME, failure.message), 0.0
         if isinstance(outcome, NoAllocation):
@@ -337,7 +351,7 @@ class DynamicResources:
                 return unschedulable(NAME, outcome.node_error), 0.0
             if outcome.budget_exhausted:
                 return unschedulable(NAME, "timed out trying to allocate devices"), 0.0
-            return unschedulable(NAME, CANNOT_ALLOCATE), 0.0
+            return Status(self.shortage, (CANNOT_ALLOCATE,), NAME), 0.0
         data.outcomes[index] = outcome
         data.scores[index] = outcome.score or 0.0
         if not choose:

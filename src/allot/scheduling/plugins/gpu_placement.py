@@ -38,7 +38,7 @@ preemption should make room.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,9 +101,11 @@ class _PolicyChoice:
         node: Node | None,
         claims: Sequence[ResourceClaim],
         allocated: AllocatedState,
+        *,
+        exclude: Container[DeviceId] | None = None,
     ) -> Allocation | NoAllocation:
         if self.current is None:
-            return allocator.allocate(node, claims, allocated)
+            return allocator.allocate(node, claims, allocated, exclude=exclude)
         cycle, index = self.current
         excluded: Exclusion | None = exclusion(cycle)
         wanted = self.plugin.wanted(cycle, index)

@@ -27,15 +27,16 @@ def tolerates(tolerations: Iterable[Toleration], taint: Taint) -> bool:
     return any(toleration_matches(t, taint) for t in tolerations)
 
 
-def taint_reason(taint: Taint) -> str:
-    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+# kube-scheduler v1.36's reason, the same whatever the taint (older releases named the taint).
+UNTOLERATED = "node(s) had untolerated taint(s)"
 
 
 class _PerTolerations:
-    __slots__ = ("prefer_counts", "rejections", "tolerates_not_ready")
+    __slots__ = ("prefer_counts", "tolerates_not_ready", "untolerated")
 
-    def __init__(self, rejections: list[tuple[str, BoolArray]], prefer: IntArray, not_ready: bool) -> None:
-        self.rejections = rejections
+    def __init__(self, untolerated: BoolArray, prefer: IntArray, not_ready: bool) -> None:
+        # Nodes with a NoSchedule or NoExecute taint the pod does not tolerate.
+        self.untolerated = untolerated
         self.prefer_counts = prefer
         self.tolerates_not_ready = not_ready
 
@@ -55,19 +56,16 @@ class TaintToleration:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        by_reason: dict[str, BoolArray] = {}
+        untolerated = np.zeros(table.size, dtype=np.bool_)
         prefer = np.zeros(table.size, dtype=np.int64)
         for info in table.infos:
-            for taint in info.taints:
-                if taint.effect in _BLOCKING and not tolerates(tolerations, taint):
-                    reason = taint_reason(taint)
-                    mask = by_reason.setdefault(reason, np.zeros(table.size, dtype=np.bool_))
-                    mask[info.index] = True
-                    break
+            untolerated[info.index] = any(
+                taint.effect in _BLOCKING and not tolerates(tolerations, taint) for taint in info.taints
+            )
             prefer[info.index] = sum(
                 1 for t in info.taints if t.effect == "PreferNoSchedule" and not tolerates(tolerations, t)
             )
-        cached = _PerTolerations(sorted(by_reason.items()), prefer, tolerates(tolerations, NOT_READY_TAINT))
+        cached = _PerTolerations(untolerated, prefer, tolerates(tolerations, NOT_READY_TAINT))
         if len(self._cache) > 4096:
             self._cache.clear()
         self._cache[key] = cached
@@ -75,16 +73,10 @@ class TaintToleration:
 
     def filter_mask(self, cycle: Cycle, candidates: BoolArray) -> list[Rejection]:
         per = self._for(cycle)
-        rejections = [
-            Rejection(reason, mask & candidates, Code.UNRESOLVABLE)
-            for reason, mask in per.rejections
-            if (mask & candidates).any()
-        ]
+        rejected = per.untolerated & candidates
         if not per.tolerates_not_ready:
-            not_ready = candidates & ~cycle.state.nodes.ready
-            if not_ready.any():
-                rejections.append(Rejection(taint_reason(NOT_READY_TAINT), not_ready, Code.UNRESOLVABLE))
-        return rejections
+            rejected |= candidates & ~cycle.state.nodes.ready
+        return [Rejection(UNTOLERATED, rejected, Code.UNRESOLVABLE)] if rejected.any() else []
 
     def score(self, cycle: Cycle, nodes: IntArray) -> FloatArray:
         counts = self._for(cycle).prefer_counts[nodes]

@@ -50,15 +50,23 @@ class TrustDomain:
 
     def domain_of(self, state: ClusterState, info: PodInfo) -> str:
         pod = info.pod
-        namespace = pod.namespace
+        ns = state.namespaces.get(pod.namespace)
+        return self.domain_for(
+            pod.namespace, pod.metadata.labels, ns.metadata.labels if ns is not None else {}
+        )
+
+    def domain_for(
+        self, namespace: str, pod_labels: Mapping[str, str], namespace_labels: Mapping[str, str]
+    ) -> str:
+        """The domain of a pod in `namespace` with these labels (and its namespace's): the
+        scheduler asks it of its state, the kubelet plugin of the pods a claim is reserved for."""
         if self.kind == LABEL:
-            value = pod.metadata.labels.get(self.label)
+            value = pod_labels.get(self.label)
             if value is None:
-                ns = state.namespaces.get(namespace)
-                value = ns.metadata.labels.get(self.label) if ns is not None else None
+                value = namespace_labels.get(self.label)
             return f"label={value}" if value is not None else f"namespace={namespace}"
         if self.kind == LOCAL_QUEUE:
-            return f"queue={namespace}/{pod.metadata.labels.get(QUEUE_LABEL, '')}"
+            return f"queue={namespace}/{pod_labels.get(QUEUE_LABEL, '')}"
         return f"namespace={namespace}"
 
 

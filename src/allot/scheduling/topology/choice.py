@@ -47,7 +47,8 @@ from allot.scheduling.topology.view import NodeView, ViewBuilder, try_view
 
 
 class DeviceChooser(Protocol):
-    """Allocates `claims` on `node` like `Allocator.allocate`, choosing among the feasible results."""
+    """Allocates `claims` on `node` like `Allocator.allocate`, choosing among the feasible results;
+    devices in `exclude` (a device filter, e.g. GPU-sharing isolation) are never chosen."""
 
     def __call__(
         self,
@@ -55,6 +56,8 @@ class DeviceChooser(Protocol):
         node: Node | None,
         claims: Sequence[ResourceClaim],
         allocated: AllocatedState,
+        *,
+        exclude: Container[DeviceId] | None = None,
     ) -> Allocation | NoAllocation: ...
 
 

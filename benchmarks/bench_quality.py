@@ -13,7 +13,7 @@ GPUs, 2 with fractional ones, 2 in MIG mode, and 4 CPU nodes):
 Then the openb fragmentation experiment for FGDPlus (default trace, seed
 42): unallocated GPU % at 100 % arrived load, which must not get worse.
 
-Goals for `fair` (docs/placement.md, "Fair and full"): idle while work
+Goals for `fair` (docs/placement.md, "Fair and full: measured"): idle while work
 waited at most 5 %, Jain's index at least 0.95, every tenant's fair-share
 ratio at least 0.9, jobs completed at least fifo-priority's. Each goal is
 judged on both measures the simulator prints: over the whole cluster and

@@ -55,8 +55,8 @@ def _errors(text: str, *, trace: TraceSpec | None = None, limits: RunLimits | No
             "rate: 1000/s",
             "s.yaml:10: jobs[0].arrival: the run would have more jobs than the limit of 100,000",
         ),
-        ("horizon: 2h", "horizon: inf", "s.yaml:2: horizon: expected a positive a duration"),
-        ("horizon: 2h", "horizon: .nan", "s.yaml:2: horizon: expected a positive a duration"),
+        ("horizon: 2h", "horizon: inf", "s.yaml:2: horizon: expected a positive duration"),
+        ("horizon: 2h", "horizon: .nan", "s.yaml:2: horizon: expected a positive duration"),
         ("horizon: 2h", "horizon: 11000d", "s.yaml:2: horizon: expected at most 3.1536e+08 seconds"),
         (
             "duration: 10m",

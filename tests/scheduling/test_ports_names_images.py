@@ -62,6 +62,14 @@ def test_a_pod_naming_a_node_fits_only_that_node() -> None:
     assert outcome.message == f"0/2 nodes are available: 2 {NODE_NAME_REASON}."
 
 
+def test_a_pod_taken_off_its_named_node_may_go_elsewhere() -> None:
+    # Bound by its nodeName, then moved off (consolidation, a node failure): its controller's new
+    # pod would name no node, so the old name does not hold it.
+    state = cluster(node_doc("n1"), node_doc("n2"), pod_doc("moved", node="n1"))
+    state.unbind("default/moved")
+    assert feasible(state, "default/moved") == {"n1", "n2"}
+
+
 def test_image_locality_scales_by_size_and_spread() -> None:
     images = {"images": [{"names": ["registry.example/model:v1"], "sizeBytes": 600 * MIB}]}
     state = cluster(node_doc("n1", **images), node_doc("n2"))

@@ -7,6 +7,7 @@ from allot.sim.records import SimResult
 from allot.sim.scenario.build import Prepared, prepare
 from allot.sim.scenario.parse import parse_scenario
 from allot.sim.simulator import SimOptions, Simulation
+from allot.sim.topology import default_model
 
 # Two tenants on 2 nodes x 4 device-plugin GPUs: a queue that can fill the cluster.
 SMALL = """
@@ -66,6 +67,7 @@ def run(
         scenario=p.scenario.name,
         options=options,
         node_events=p.scenario.node_events,
+        throughput=default_model(p.scenario.throughput),
     ).run()
 
 

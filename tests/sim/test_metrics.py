@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from allot.sim.fairshare import contended, share_ratios, weighted_max_min
-from allot.sim.metrics import completion_times, summarize, waits
+from allot.sim.fairshare import contended, share_ratios, usable_fair_shares, weighted_max_min
+from allot.sim.metrics import completion_times, idle_while_waiting, summarize, waits
 from allot.sim.recorder import normalise_reason
-from allot.sim.records import JobRecord
+from allot.sim.records import DemandClasses, JobRecord, Occupancy, Samples, SimResult
 from allot.sim.stats import durations, integral, jain, percentile, time_mean
 
 
@@ -99,3 +99,83 @@ def test_summary_of_a_hand_made_run() -> None:
     assert summary.gpus == 2.0
     assert summary.completed == 2
     assert summary.wait.p50 == pytest.approx(50.0)  # waits 0 and 100
+
+
+def demand_classes(whole_a: float, whole_b: float, shared_b: float) -> DemandClasses:
+    """Eight whole GPUs both tenants' training can use, eight fractional ones only b's inference can."""
+    whole = np.array([True] * 8 + [False] * 8)
+    return DemandClasses(
+        keys=[(0, 0), (1, 0), (1, 1)],
+        masks=[whole, ~whole],
+        demand=np.array([[whole_a, whole_b, shared_b]]),
+        ready=np.ones((1, 16), dtype=np.bool_),
+        ready_version=np.array([0]),
+    )
+
+
+@pytest.mark.parametrize(
+    ("demands", "expected"),
+    [
+        # a could take the whole GPUs; b's two inference pods sit on the fractional ones, so of the
+        # ten GPUs they can use together each gets five: b's two plus three whole ones.
+        ((100.0, 4.0, 2.0), [5.0, 5.0]),
+        # b asks for little: it gets it, a the rest of the whole GPUs.
+        ((100.0, 1.0, 1.0), [7.0, 2.0]),
+        # no contention on the GPUs they can use: each gets its demand.
+        ((3.0, 2.0, 6.0), [3.0, 8.0]),
+    ],
+)
+def test_usable_fair_shares_count_only_the_gpus_a_tenant_can_use(
+    demands: tuple[float, float, float], expected: list[float]
+) -> None:
+    shares, demand = usable_fair_shares(demand_classes(*demands), 2, [1.0, 1.0])
+    assert list(shares[0]) == pytest.approx(expected)
+    assert list(demand[0]) == pytest.approx([demands[0], demands[1] + demands[2]])
+    # The one-pool water-filling would give a the fractional GPUs too (16 - 6 = 10 in the first case).
+    assert weighted_max_min(16, [demands[0], demands[1] + demands[2]], [1.0, 1.0])[0] >= expected[0]
+
+
+def test_idle_while_waiting_counts_the_time_gpu_pods_wait() -> None:
+    # Three samples: nothing waits (half the GPUs idle), a GPU pod waits (a quarter idle, none of it
+    # usable by the pod), a GPU pod waits with two usable GPUs free.
+    samples = Samples(
+        time=np.array([0.0, 10.0, 20.0]),
+        capacity=np.array([8.0, 8.0, 8.0]),
+        busy=np.zeros(3),
+        allocated=np.array([4.0, 6.0, 6.0]),
+        compute=np.zeros(3),
+        memory=np.zeros(3),
+        fragmented=np.zeros(3),
+        waiting=np.array([0.0, 1.0, 1.0]),
+        wanted_free=np.array([0.0, 0.0, 2.0]),
+        pending_pods=np.zeros(3, dtype=np.int64),
+        running_pods=np.zeros(3, dtype=np.int64),
+        tenant_allocated=np.zeros((3, 1)),
+        tenant_demand=np.array([[4.1], [7.0], [7.0]]),
+        tenant_pending=np.zeros((3, 1), dtype=np.int64),
+    )
+    empty = np.zeros(0)
+    result = SimResult(
+        scenario="s",
+        policy="p",
+        seed=0,
+        tenants=["a"],
+        weights=[1.0],
+        nodes=[],
+        gpu_nodes=[],
+        gpu_labels=[],
+        samples=samples,
+        occupancy=Occupancy(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), empty, empty, empty),
+        jobs=[],
+        binds=[],
+        runs=[],
+        preemptions=[],
+        admissions=[],
+        pending_reasons={},
+        demand_classes=demand_classes(0.0, 0.0, 0.0),
+        end=30.0,
+        events=0,
+        cycles=0,
+    )
+    # The first ten seconds do not count although demand and holdings differ (by rounding).
+    assert idle_while_waiting(result) == (pytest.approx(25.0), pytest.approx(12.5))

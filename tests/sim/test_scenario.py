@@ -124,6 +124,18 @@ def test_claim_templates_are_made_per_job_template() -> None:
             ("weight: 2}", "weight: -1}"),
             "test.yaml:11: tenants[1].weight: expected a number from 0 to 1e+09, got -1",
         ),
+        (
+            ("horizon: 2h", "horizon: 2h\nthroughput: {cpuNuma: 1.5}"),
+            "test.yaml:5: throughput.cpuNuma: expected a number from 0.001 to 1, got 1.5",
+        ),
+        (
+            ("horizon: 2h", "horizon: 2h\nthroughput: {gpuNic: {sameSocket: 0.5}}"),
+            "test.yaml:5: throughput.gpuNic.sameSocket: unknown field; expected one of",
+        ),
+        (
+            ("duration: 15m", "duration: 15m\n  runtimeEstimate: 0"),
+            "test.yaml:28: jobs[2].runtimeEstimate: expected a positive duration",
+        ),
     ],
 )
 def test_errors_name_file_line_and_field(change: tuple[str, str], expected: str) -> None:

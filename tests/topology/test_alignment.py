@@ -210,3 +210,38 @@ def test_devices_without_topology_keep_upstream_order() -> None:
         placed = schedule_all(state, profile, names)
         chosen[label] = [(placed[n].node, devices_of(state, n)) for n in names]  # type: ignore[union-attr]
     assert chosen["allot"] == chosen["upstream"]
+
+
+@pytest.mark.parametrize("gpus_first", [1, 2])
+def test_p4d_gpu_only_pods_leave_every_efa_its_gpu(gpus_first: int) -> None:
+    # p4d: four PCIe roots of two GPUs and one EFA. GPU-only pods take the GPU each root has to
+    # spare before any root's last GPU beside a free EFA, so a GPU+EFA pod per root still fits.
+    only = template("only", spec(request("gpu", gpus_first)))
+    names = [f"gpu-{i}" for i in range(4 // gpus_first)] + [f"pair-{i}" for i in range(4)]
+    pods = [claim_pod(n, "only") for n in names if n.startswith("gpu")]
+    pods += [claim_pod(n, "gpu-nic-root") for n in names if n.startswith("pair")]
+    stranded = {}
+    for label, profile in PROFILES.items():
+        state = cluster("p4d-24xlarge", templates=[only, GPU_NIC_ROOT], pods=pods)
+        placed = schedule_all(state, profile, names)
+        stranded[label] = [n for n in names if placed[n] is None]
+        if label == "allot":
+            assert all(aligned(state, f"pair-{i}") for i in range(4))
+    assert stranded == {"upstream": ["pair-2", "pair-3"], "allot": []}
+
+
+def test_cpus_alone_go_to_the_numa_node_without_free_gpus() -> None:
+    # NUMA node 1's GPUs are all taken: CPU-only pods take its CPUs and leave NUMA node 0's to the
+    # GPUs there (upstream's order takes node 0's first).
+    numa_1 = 'device.attributes["resource.kubernetes.io"].numaNode == 1'
+    four = template("four", spec(request("gpu", 4, selector=numa_1)))
+    cpus = template("cpus", spec(request("cpu", cpus="16")))
+    names = ["numa-1-gpus", "cpus-a", "cpus-b"]
+    pods = [claim_pod("numa-1-gpus", "four"), claim_pod("cpus-a", "cpus"), claim_pod("cpus-b", "cpus")]
+    chosen = {}
+    for label, profile in PROFILES.items():
+        state = cluster(templates=[four, cpus], pods=pods)
+        assert all(schedule_all(state, profile, names).values())
+        chosen[label] = [devices_of(state, n) for n in ("cpus-a", "cpus-b")]
+    on_numa_1 = [("dra.cpu", "cpudevnuma001")]
+    assert chosen == {"upstream": [[("dra.cpu", "cpudevnuma000")]] * 2, "allot": [on_numa_1] * 2}

@@ -722,6 +722,15 @@ class AdmissionState:
         """The tree node of a ClusterQueue or Cohort."""
         return self.tree.cqs.get(name) or self.tree.cohorts[name]
 
+    def pending_in_order(self, cluster_queue: str) -> list[str]:
+        """Every pending workload of a queue, parked or not, in admission order."""
+        queue = self.queues[cluster_queue]
+        keys = [k for k in queue.pending_keys() if queue.sort_key(k) is not None]
+        if queue.by_local_queue:
+            lq = {k: self.entries[k].local_queue for k in keys if k in self.entries}
+            return sorted(keys, key=lambda k: (self._score(lq.get(k, "")), queue.sort_key(k)))
+        return sorted(keys, key=lambda k: queue.sort_key(k))  # type: ignore[arg-type,return-value]
+
     def pending_order(self, cluster_queue: str) -> list[str]:
         """Active (not parked) pending workloads of a queue, in admission order."""
         queue = self.queues[cluster_queue]

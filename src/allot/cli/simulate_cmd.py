@@ -48,6 +48,7 @@ from allot.sim.scenario.parse import load_scenario, parse_scenario
 from allot.sim.scenario.reader import parse_duration, short_repr
 from allot.sim.scenario.schema import Scenario
 from allot.sim.simulator import SimOptions, Simulation, SimulationError
+from allot.sim.topology import default_model
 from allot.sim.traces import parse_trace_option
 
 BUILTIN = "default.yaml"
@@ -122,6 +123,7 @@ def _run(
                 scenario=prepared.scenario.name,
                 options=options,
                 node_events=prepared.scenario.node_events,
+                throughput=default_model(prepared.scenario.throughput),
                 progress=progress,
             )
             if frames is None:
@@ -167,11 +169,21 @@ def _table(summaries: list[Summary]) -> Table:
             "unallocated / fragmented GPUs",
             lambda s: f"{fmt.pct(s.unallocated_pct)} / {fmt.pct(s.fragmented_pct)}",
         ),
+        (
+            "idle while work waited (usable by it)",
+            lambda s: f"{fmt.pct(s.idle_while_waiting_pct)} ({fmt.pct(s.idle_usable_while_waiting_pct)})",
+        ),
         ("queue wait p50 / p95", lambda s: f"{fmt.duration(s.wait.p50)} / {fmt.duration(s.wait.p95)}"),
         ("worst fair-share ratio", lambda s: fmt.ratio(s.min_fair_share_ratio)),
         ("Jain's index", lambda s: fmt.ratio(s.jain)),
+        ("worst fair-share ratio, usable GPUs", lambda s: fmt.ratio(s.min_usable_fair_share_ratio)),
+        ("Jain's index, usable GPUs", lambda s: fmt.ratio(s.usable_jain)),
         ("preemptions", lambda s: f"{s.preemptions:,}"),
         ("aligned GPU+NIC starts", lambda s: fmt.pct(s.aligned_pct)),
+        (
+            "GPU-hours lost: misalignment / time-slicing",
+            lambda s: f"{s.lost_misaligned_gpu_hours:,.1f} / {s.lost_time_slicing_gpu_hours:,.1f}",
+        ),
     ]
     for name, value in rows:
         table.add_row(name, *(value(s) for s in summaries))

@@ -33,20 +33,25 @@ from collections.abc import Iterable, Mapping
 from msgspec.structs import replace
 
 from allot.admission.events import Event, EventKind, ParkReason
-from allot.admission.flavors import Mode
+from allot.admission.flavors import Assignment, Mode
 from allot.admission.standing import queue_position, workload_pods
 from allot.admission.state import AdmissionState
 from allot.admission.workload import Workload
 from allot.cluster.events import ClusterEvent, ClusterEventKind
 from allot.cluster.state import ClusterState, PodInfo
+from allot.engine.consolidate import Consolidating
 from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
 from allot.engine.pod_path import PodPath
 from allot.engine.policy import EnginePolicy
 from allot.engine.queueing import OrderKey, QueueingConfig, SchedulingQueue
+from allot.engine.reserve import Hold, Reserving
+from allot.engine.waiting import WaitingSnapshot
 from allot.engine.workload_hints import PlacementWaits
 from allot.model.kueue import QUEUE_NAME_LABEL, Topology
 from allot.scheduling.gang import Gang, GangUnschedulable
 from allot.scheduling.hints import Hints
+from allot.scheduling.packing.consolidation import Consolidator
+from allot.scheduling.packing.occupancy import GpuOccupancy
 from allot.scheduling.preemption import Preemptor
 from allot.scheduling.profile import Profile
 from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
@@ -61,7 +66,7 @@ _ADMISSION_KINDS = {
 }
 
 
-class Engine(PodPath):
+class Engine(PodPath, Consolidating, Reserving):
     """Decides where pending work goes; see the module docstring for the cycle."""
 
     def __init__(
@@ -85,6 +90,31 @@ class Engine(PodPath):
         # Kueue Topology objects, for gangs that ask for a topology level (TAS).
         self.topologies: dict[str, Topology] = {t.name: t for t in sorted(topologies, key=lambda t: t.name)}
         self.preemptor = Preemptor(self.scheduler)
+        # Moves that place waiting work (allot.engine.consolidate); None unless the policy asks.
+        consolidation = self.policy.consolidation
+        self._occupancy: GpuOccupancy | None = None
+        self._consolidator = (
+            Consolidator(
+                self.scheduler,
+                self._gpu_occupancy,
+                max_moves=consolidation.max_moves,
+                max_nodes=consolidation.max_nodes,
+            )
+            if consolidation is not None
+            else None
+        )
+        self._unmovable_classes: dict[int, int] = {}
+        # A node held for a large waiting job, when pods were bound, and the cycle's time
+        # (allot.engine.reserve); the scheduler asks `held_from` when reservations are on.
+        self._holds: list[Hold] = []
+        # The waiting work listed once per cycle for consolidation and reservations (engine/waiting.py).
+        self._waiting_snapshot: WaitingSnapshot | None = None
+        self._class_numbers: dict[object, int] = {}
+        self._class_of_workload: dict[str, int] = {}
+        self._bound_at: dict[str, float] = {}
+        self._now = 0.0
+        if self.policy.reservation:
+            self.scheduler.holds = self
         # Pods outside Kueue wait here (active, unschedulable, backing off); see allot.engine.queueing.
         self._queue = SchedulingQueue(self.policy.queueing)
         self._hints = Hints(self.scheduler)
@@ -245,6 +275,8 @@ class Engine(PodPath):
 
     def cycle(self, now: float = 0.0) -> CycleResult:
         decisions: list[Decision] = []
+        self._now = now
+        self._forget_waiting()
         self._queue.begin_cycle(now)
         if self._placement_waits is not None:
             self._placement_waits.begin_cycle()
@@ -254,7 +286,14 @@ class Engine(PodPath):
             self.admission.advance(now)
             self._admit_workloads(now, decisions)
         self._schedule_pods(now, decisions)
+        self._consolidate(now, decisions)
+        self._reserve(now, decisions)
         return CycleResult(tuple(decisions))
+
+    def _gpu_occupancy(self) -> GpuOccupancy:
+        if self._occupancy is None:
+            self._occupancy = GpuOccupancy(self.state)
+        return self._occupancy
 
     def _observe(self, now: float, position: OrderKey | None) -> None:
         """Take the state's committed events: new or pending-again pods join the queue, hints wake the rest."""
@@ -264,6 +303,7 @@ class Engine(PodPath):
             self._reported.clear()
         if not events:
             return
+        self._saw_events(events)
         for event in events:
             if event.kind is ClusterEventKind.POD_UPDATED:
                 self.retry(event.pod)
@@ -375,24 +415,7 @@ class Engine(PodPath):
                 self._observe(now, None)
                 continue
             decisions.extend(evicted)
-            for placement in placements:
-                self._workload_of_pod[placement.pod_key] = workload.key
-                decisions.append(
-                    Bound(
-                        placement.pod_key,
-                        placement.node,
-                        placement.allocations,
-                        placement.score,
-                        workload.key,
-                    )
-                )
-            flavors = {
-                f"{ps.name}/{resource}": choice.flavor
-                for ps in assignment.pod_sets
-                for resource, choice in sorted(ps.flavors.items())
-            }
-            decisions.append(Admitted(workload.key, candidate.cluster_queue, flavors, assignment.borrows))
-            self._told.pop(workload.key, None)
+            self._admitted(workload, candidate.cluster_queue, assignment, placements, decisions)
             if waits is not None:
                 waits.admitted(workload.key, group)
             self._observe(now, None)
@@ -427,6 +450,30 @@ class Engine(PodPath):
                 del told[key]
         told[workload.key] = (reason, workload)
         decisions.extend(Waiting(p, reason, workload.key) for p in workload.pods)
+
+    def _admitted(
+        self,
+        workload: Workload,
+        cluster_queue: str,
+        assignment: Assignment,
+        placements: list[Placement],
+        decisions: list[Decision],
+    ) -> None:
+        """A workload was admitted with its pods placed: remember its pods, say so."""
+        for placement in placements:
+            self._workload_of_pod[placement.pod_key] = workload.key
+            decisions.append(
+                Bound(placement.pod_key, placement.node, placement.allocations, placement.score, workload.key)
+            )
+        flavors = {
+            f"{ps.name}/{resource}": choice.flavor
+            for ps in assignment.pod_sets
+            for resource, choice in sorted(ps.flavors.items())
+        }
+        decisions.append(Admitted(workload.key, cluster_queue, flavors, assignment.borrows))
+        self._told.pop(workload.key, None)
+        if self._placement_waits is not None:
+            self._placement_waits.forget(workload.key)
 
     def _place_workload(self, workload: Workload, assignment: object) -> list[Placement] | str:
         """Place every pod of the workload on its flavor's nodes; a reason string if any does not fit."""

@@ -9,6 +9,16 @@ from allot.engine.queueing import QueueingConfig
 
 
 @dataclass(frozen=True, slots=True)
+class ConsolidationConfig:
+    """Consolidation's bounds per cycle (allot.engine.consolidate): units tried, pods moved, and
+    candidate nodes searched per pod."""
+
+    max_units: int = 4
+    max_moves: int = 8
+    max_nodes: int = 16
+
+
+@dataclass(frozen=True, slots=True)
 class EnginePolicy:
     """How the engine orders and protects work.
 
@@ -16,6 +26,8 @@ class EnginePolicy:
     admission state (True), or treat every pod as kube-scheduler would,
     by priority then arrival (False, the "fifo-priority" baseline).
     `preemption`: whether pods outside Kueue may preempt lower priorities.
+    `consolidation`: place waiting work by moving running pods (None: never, as kube-scheduler).
+    `reservation`: hold a node for a large waiting job, with backfill (False: never).
     """
 
     queues: bool = True
@@ -26,3 +38,7 @@ class EnginePolicy:
     # Exact by default (retries only at events that could help); a live scheduler passes
     # QueueingConfig() for kube-scheduler's backoff and safety net.
     queueing: QueueingConfig = dataclasses.field(default_factory=QueueingConfig.exact)
+    consolidation: ConsolidationConfig | None = None
+    # Hold a node for a large job waiting for it to drain; backfill by runtime estimates
+    # (allot.engine.reserve). Off: kube-scheduler's and Kueue's behaviour.
+    reservation: bool = False

@@ -25,6 +25,8 @@ KUEUE_VERSIONS = ("v1beta2", "v1beta1")
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 POD_GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
+# A workload's maximum execution time in seconds: Kueue stops it after that long.
+MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 POD_GROUP_TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
 PODSET_REQUIRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
 PODSET_PREFERRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"

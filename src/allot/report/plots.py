@@ -207,7 +207,7 @@ def fragmentation(result: SimResult) -> str:
     if s.time.size:
         capacity = np.maximum(_extend(s.capacity), 1e-9)
         free = np.maximum(_extend(s.capacity) - _extend(s.allocated), 0.0)
-        waiting = _extend((s.tenant_demand.sum(axis=1) - s.tenant_allocated.sum(axis=1)) > 1e-9)
+        waiting = _extend(s.waiting > 1e-9)
         top = 100.0
         ax.fill_between(
             hours, 0, top, where=waiting, step="post", color="#f4d8d6", alpha=0.6, label="GPU work waiting"

@@ -54,6 +54,7 @@ def summary(summaries: Sequence[Summary], descriptions: dict[str, str]) -> str:
         ("Unallocated GPUs", lambda s: fmt.pct(s.unallocated_pct)),
         ("Fragmented GPUs", lambda s: fmt.pct(s.fragmented_pct)),
         ("Idle GPUs while work waited", lambda s: fmt.pct(s.idle_while_waiting_pct)),
+        ("... that waiting work could use", lambda s: fmt.pct(s.idle_usable_while_waiting_pct)),
         (
             "Queue wait p50 / p95 / p99",
             lambda s: " / ".join(fmt.duration(v) for v in (s.wait.p50, s.wait.p95, s.wait.p99)),
@@ -61,11 +62,19 @@ def summary(summaries: Sequence[Summary], descriptions: dict[str, str]) -> str:
         ("Completion time p50 / p95", lambda s: " / ".join(fmt.duration(v) for v in (s.jct.p50, s.jct.p95))),
         ("Worst tenant's fair-share ratio", lambda s: _ratio_cell(s.min_fair_share_ratio)),
         ("Jain's index of fair-share ratios", lambda s: fmt.ratio(s.jain)),
+        ("... of the GPUs its work can use", lambda s: _ratio_cell(s.min_usable_fair_share_ratio)),
+        ("Jain's index, usable fair shares", lambda s: fmt.ratio(s.usable_jain)),
         ("Contended time", lambda s: fmt.duration(s.contended_hours * 3600)),
         ("Preemptions (pods)", lambda s: f"{s.preemptions:,}"),
         ("Admissions (borrowing)", lambda s: f"{s.admissions:,} ({s.borrowing_admissions:,})"),
         ("Aligned GPU+NIC starts", lambda s: fmt.pct(s.aligned_pct)),
         ("Modeled slowdown", lambda s: fmt.pct(s.slowdown_pct)),
+        (
+            "GPU-hours lost: misalignment / time-slicing",
+            lambda s: (
+                f"{fmt.num(s.lost_misaligned_gpu_hours, 1)} / {fmt.num(s.lost_time_slicing_gpu_hours, 1)}"
+            ),
+        ),
         (
             "Simulated / wall time",
             lambda s: f"{fmt.duration(s.simulated_hours * 3600)} / {s.wall_seconds:.1f} s",
@@ -187,10 +196,15 @@ def fragmentation(results: Sequence[SimResult], summaries: Sequence[Summary]) ->
             fmt.pct(s.unallocated_pct),
             fmt.pct(s.fragmented_pct),
             fmt.pct(s.idle_while_waiting_pct),
+            fmt.pct(s.idle_usable_while_waiting_pct),
         ]
         for s in summaries
     ]
-    body = table(["policy", "unallocated", "fragmented", "idle while work waited"], rows, raw=True)
+    body = table(
+        ["policy", "unallocated", "fragmented", "idle while work waited", "idle, usable by waiting work"],
+        rows,
+        raw=True,
+    )
     body += _per_policy(
         results,
         plots.fragmentation,
@@ -207,22 +221,61 @@ def fragmentation(results: Sequence[SimResult], summaries: Sequence[Summary]) ->
 
 def alignment(results: Sequence[SimResult], summaries: Sequence[Summary]) -> str:
     rows = [
-        [esc(s.policy), f"{s.assessed_starts:,}", fmt.pct(s.aligned_pct), fmt.pct(s.slowdown_pct)]
+        [
+            esc(s.policy),
+            f"{s.assessed_starts:,}",
+            fmt.pct(s.aligned_pct),
+            fmt.pct(s.slowdown_pct),
+            fmt.num(s.lost_misaligned_gpu_hours, 1),
+            fmt.num(s.lost_time_slicing_gpu_hours, 1),
+        ]
         for s in summaries
     ]
     body = table(
-        ["policy", "GPU+NIC pod starts", "aligned (same PCIe root)", "modeled slowdown"], rows, raw=True
+        [
+            "policy",
+            "GPU+NIC pod starts",
+            "aligned (same PCIe root)",
+            "modeled slowdown",
+            "GPU-h lost to misalignment",
+            "GPU-h lost to time-slicing",
+        ],
+        rows,
+        raw=True,
     )
+    cards = []
+    for s in summaries:
+        slow = [
+            [
+                esc(p.pod),
+                esc(p.tenant),
+                fmt.pct(100.0 * p.speed),
+                fmt.duration(p.hours * 3600),
+                "yes" if p.time_sliced else "",
+            ]
+            for p in s.slowest
+        ]
+        inner = (
+            table(
+                ["pod", "tenant", "mean pace", "ran", "time-sliced"], slow, raw=True, text_columns=(0, 1, 4)
+            )
+            if slow
+            else '<p class="note">Every pod ran at full speed.</p>'
+        )
+        cards.append(card(f"{s.policy}: slowest pod runs", inner))
+    body += grid(cards)
     body += _per_policy(
         results,
         plots.alignment,
         "Pod starts by throughput factor",
-        "Throughput factors from allot.scheduling.topology (measured GPU-NIC bandwidth ratios); a job's duration is stretched by 1/factor.",
+        "Throughput factors from allot.scheduling.topology (measured GPU-NIC bandwidth ratios; CPUs on another "
+        "NUMA node than their GPUs or NICs 0.71, overridable in the scenario); a job's duration is stretched by "
+        "1/factor. Pods on one time-sliced GPU take equal turns: n of them run at 1/n each.",
     )
     return section(
         "alignment",
-        "Topology alignment",
-        "Pods that use GPUs and NICs together, and how well their devices lined up.",
+        "Topology alignment and shared GPUs",
+        "How well devices lined up, what misalignment and time-slicing cost, and the pods that ran slowest.",
         body,
     )
 

@@ -4,7 +4,7 @@ Each upstream plugin's args are a typed object (`<Plugin>Args`, kubescheduler.co
 decoded strictly: unknown fields are errors, and so are values of the wrong type or out of
 range, in kube-scheduler's words. `check` does the part every plugin shares (the optional
 `apiVersion`/`kind`, the field names); each plugin's factory checks its values and raises
-`ArgumentError` naming the field. allot's own plugins (GpuPlacement, GpuIsolation,
+`ArgumentError` naming the field. allot's own plugins (GpuPlacement, GpuIsolation, GpuPacking,
 TopologyAlignment) and allot's additions to upstream plugins (DynamicResources `stepBudget`,
 `alignment`) are listed with their fields too.
 """
@@ -29,6 +29,7 @@ ARG_FIELDS: dict[str, frozenset[str] | None] = {
     "VolumeBinding": frozenset({"bindTimeoutSeconds", "shape"}),
     "GpuPlacement": None,
     "GpuIsolation": None,
+    "GpuPacking": None,
 }
 
 

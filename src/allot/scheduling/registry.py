@@ -19,6 +19,7 @@ from allot.scheduling.plugins import resources_fit
 from allot.scheduling.plugins.balanced_allocation import BalancedAllocation
 from allot.scheduling.plugins.dynamic_resources import DynamicResources
 from allot.scheduling.plugins.gpu_isolation import GpuIsolation
+from allot.scheduling.plugins.gpu_packing import GpuPacking
 from allot.scheduling.plugins.gpu_placement import GpuPlacement
 from allot.scheduling.plugins.image_locality import ImageLocality
 from allot.scheduling.plugins.inter_pod_affinity import InterPodAffinity
@@ -56,6 +57,7 @@ REGISTRY: dict[str, Factory] = {
     "ImageLocality": lambda args: ImageLocality(),
     "GpuPlacement": lambda args: GpuPlacement.from_args(args),
     "GpuIsolation": lambda args: GpuIsolation.from_args(args),
+    "GpuPacking": lambda args: GpuPacking.from_args(args),
     "TopologyAlignment": lambda args: TopologyAlignment(),
 }
 

@@ -17,7 +17,9 @@ state; `Scheduler.schedule` also binds it. Steps:
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -73,6 +75,15 @@ class Unschedulable:
 
 
 Outcome = Placement | Unschedulable
+
+# Why a node held for a waiting job rejects other pods (see allot.engine.reserve).
+HELD_REASON = "node(s) held for a larger job waiting for them to drain"
+
+
+class Holds(Protocol):
+    """Nodes held for waiting work: `held_from(pod)` marks the nodes the pod may not use (None: any)."""
+
+    def held_from(self, pod_key: str) -> BoolArray | None: ...
 
 
 @dataclass
@@ -146,6 +157,8 @@ class Scheduler:
         self._classes = EquivalenceClasses()
         self._next_start = 0
         self._node_hashes: tuple[int, KeyArray] | None = None
+        # Nodes held for waiting work (allot.engine.reserve): the pods that may not use them now.
+        self.holds: Holds | None = None
 
     def plugins(self, scheduler_name: str) -> ProfilePlugins | None:
         if scheduler_name not in self._plugins:
@@ -205,6 +218,10 @@ class Scheduler:
             if outside.any():
                 rejections.append((cycle.narrowed_by[0], _narrowed(cycle, outside)))
             candidates &= cycle.eligible
+        held = self.holds.held_from(pod_key) if self.holds is not None else None
+        if held is not None and (candidates & held).any():
+            rejections.append(("", Rejection(HELD_REASON, candidates & held, Code.UNRESOLVABLE)))
+            candidates &= ~held
         for mask_filter in plugins.mask_filters:
             found = mask_filter.filter_mask(cycle, candidates)
             for rejection in found:
@@ -255,6 +272,9 @@ class Scheduler:
         plugins = self.plugins(info.pod.spec.scheduler_name)
         if plugins is None:
             return False
+        held = self.holds.held_from(pod_key) if self.holds is not None else None
+        if held is not None and held[index]:
+            return False
         cycle = Cycle(self.state, info)
         if not all(pre.pre_filter(cycle).ok for pre in plugins.pre_filters):
             return False
@@ -273,15 +293,21 @@ class Scheduler:
         node filtering is left as it was)."""
         mask = np.zeros(self.state.nodes.size, dtype=np.bool_)
         mask[index] = True
-        start = self._next_start
-        try:
+        with self.kept_rotation():
             outcome = self.place(pod_key, allowed=mask)
-        finally:
-            self._next_start = start
         if isinstance(outcome, Placement):
             self._bind(pod_key, outcome)
             return True
         return False
+
+    @contextmanager
+    def kept_rotation(self) -> Iterator[None]:
+        """Placements tried inside leave the rotation of node filtering as it was (what-ifs)."""
+        start = self._next_start
+        try:
+            yield
+        finally:
+            self._next_start = start
 
     def node_hashes(self) -> KeyArray:
         """Every node's name hash, by index (see `allot.scheduling.tie_break`)."""

@@ -26,16 +26,31 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from allot.cluster.resources import amount
+from allot.cluster.state import ClusterState
+from allot.dra import Allocator
+from allot.dra.selection import candidates
 from allot.model.core import Node
 from allot.model.quantity import Quantity
-from allot.model.resource import AllocationResult, DeviceRequestAllocationResult, ResourceSlice
+from allot.model.resource import (
+    AllocationResult,
+    DeviceRequestAllocationResult,
+    DeviceSelector,
+    ResourceSlice,
+)
 
 PLUGIN_GPU_RESOURCE = "nvidia.com/gpu"
 COMPUTE_COUNTER = "multiprocessors"
 MEMORY = "memory"
 
 Usage = tuple[int, float, float]  # (gpu index, compute fraction, memory fraction)
+
+
+def _expressions(selectors: Iterable[DeviceSelector]) -> tuple[str, ...]:
+    return tuple(s.cel.expression for s in selectors if s.cel is not None)
 
 
 def is_gpu_driver(driver: str) -> bool:
@@ -190,6 +205,46 @@ class GpuInventory:
         c = compute[0] if compute else largest
         m = fractions.get(MEMORY, c)
         return (c, m)
+
+    def usable_by(self, state: ClusterState, pod_key: str) -> npt.NDArray[np.bool_]:
+        """Which GPUs the pod could run on, judged by device class and selectors (its claims'
+        requests, or `nvidia.com/gpu` served by device plugins or a DeviceClass); node taints,
+        affinity and what is free now are not asked."""
+        usable = np.zeros(len(self.gpus), dtype=np.bool_)
+        info = state.pods[pod_key]
+        shapes: list[tuple[str, tuple[str, ...]]] = []
+        for claim in state.pod_claims(info):
+            for request in claim.spec.devices.requests:
+                options = (request.exactly,) if request.exactly is not None else request.first_available
+                for option in options:
+                    if option is not None:
+                        shapes.append((option.device_class_name, _expressions(option.selectors)))
+        if info.requests.get(PLUGIN_GPU_RESOURCE, 0) > 0:
+            for slots in self._plugin.values():
+                usable[slots] = True
+            shapes.extend(
+                (name, ())
+                for name, device_class in sorted(state.classes.items())
+                if device_class.spec.extended_resource_name == PLUGIN_GPU_RESOURCE
+            )
+        if not shapes:
+            return usable
+        allocator = Allocator(state.classes, state.slices, features=state.features)
+        for class_name, selectors in shapes:
+            device_class = state.classes.get(class_name)
+            if device_class is None:
+                continue
+            class_selectors = _expressions(device_class.spec.selectors)
+            for node in state.nodes.infos:
+                found = candidates(
+                    allocator.pools(node.node), allocator.selectors, class_selectors, selectors
+                )
+                for device in found.devices:
+                    device_id = device.info.id
+                    entry = self._entries.get((device_id.driver, device_id.pool, device_id.device))
+                    if entry is not None:
+                        usable[entry.gpu] = True
+        return usable
 
     def plugin_slots(self, node: str) -> list[int]:
         """Device-plugin GPUs of a node (empty when the node publishes DRA GPUs)."""

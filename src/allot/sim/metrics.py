@@ -9,7 +9,9 @@ Definitions (docs/simulator.md repeats them for users):
 * Unallocated %: 100 − allocation %. Fragmented %: free share of GPUs that
   are partly taken (usable by fractional work only), over capacity.
   Idle-while-waiting %: unallocated share averaged over the time some GPU
-  work was pending (GPUs left idle while jobs waited).
+  pod was pending (GPUs left idle while jobs waited); idle usable while
+  waiting %: the same counting only the GPUs a waiting pod could run on
+  (its device classes and selectors select a device of that GPU).
 * Queue wait: from arrival until every pod of the job had started once;
   a job still waiting at the end counts end − arrival (a lower bound).
   Completion time (JCT): from arrival to the last pod's completion, for
@@ -21,6 +23,10 @@ Definitions (docs/simulator.md repeats them for users):
   sharing, a failed node, or a gang sibling's preemption).
 * Alignment rate: of pod starts the topology model assessed, the share
   that were aligned; slowdown: mean of 1/factor − 1 over them.
+* GPU-hours lost: work not done because devices were misaligned (GPU-
+  equivalents held × time × (1 − alignment factor)) and because pods took
+  turns on time-sliced GPUs (time-sliced GPUs × time × (1 − the pod's
+  share of the turns)); the slowest pod runs by mean pace.
 """
 
 from __future__ import annotations
@@ -32,12 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from allot.sim.fairshare import share_ratios
+from allot.sim.fairshare import share_ratios, usable_share_ratios
 from allot.sim.recorder import normalise_reason
 from allot.sim.records import JobRecord, SimResult
 from allot.sim.stats import jain, percentile, time_mean
 
 PERCENTILES = (50, 95, 99)
+# Slowest pod runs listed in the summary.
+SLOWEST = 5
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,17 @@ class PendingReason:
 
 
 @dataclass(frozen=True)
+class SlowPod:
+    """A pod run that went slowest: its mean pace (1 = full speed) and how long it ran."""
+
+    pod: str
+    tenant: str
+    speed: float
+    hours: float
+    time_sliced: bool
+
+
+@dataclass(frozen=True)
 class TenantSummary:
     name: str
     weight: float
@@ -84,6 +103,9 @@ class TenantSummary:
     fair_gpu_hours: float
     fair_share_ratio: float | None
     preempted: int
+    # The same against the fair share of the GPUs the tenant's work can use (docs/simulator.md).
+    usable_fair_gpu_hours: float = 0.0
+    usable_fair_share_ratio: float | None = None
 
 
 @dataclass(frozen=True)
@@ -106,12 +128,15 @@ class Summary:
     unallocated_pct: float | None
     fragmented_pct: float | None
     idle_while_waiting_pct: float | None
+    idle_usable_while_waiting_pct: float | None
     wait: Distribution
     jct: Distribution
     tenants: list[TenantSummary]
     contended_hours: float
     jain: float | None
     min_fair_share_ratio: float | None
+    usable_jain: float | None
+    min_usable_fair_share_ratio: float | None
     preemptions: int
     preemption_reasons: list[ReasonCount]
     admissions: int
@@ -120,6 +145,11 @@ class Summary:
     assessed_starts: int
     slowdown_pct: float | None
     pending_reasons: list[PendingReason]
+    # GPU-hours of work lost to misaligned devices (GPU/NIC, CPU/NUMA) and to time-slicing's
+    # shared turns, and the slowest pod runs.
+    lost_misaligned_gpu_hours: float = 0.0
+    lost_time_slicing_gpu_hours: float = 0.0
+    slowest: list[SlowPod] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def tenant(self, name: str) -> TenantSummary:
@@ -146,6 +176,23 @@ def _pct(numerator: float | None, denominator: float | None) -> float | None:
     return 100.0 * numerator / denominator
 
 
+def idle_while_waiting(result: SimResult) -> tuple[float | None, float | None]:
+    """(% of the GPUs idle, % idle that a waiting pod could use), averaged over the time GPU pods
+    waited; None when none ever did."""
+    s = result.samples
+    t = s.time
+    if not len(t):
+        return None, None
+    mask = s.waiting > 1e-9
+    weight = (np.append(t[1:], result.end) - t)[mask]
+    capacity = float((s.capacity[mask] * weight).sum())
+    if not mask.any() or weight.sum() <= 0 or capacity <= 0:
+        return None, None
+    free = np.maximum(s.capacity - s.allocated, 0.0)[mask]
+    usable = np.minimum(s.wanted_free[mask], free)
+    return 100.0 * float((free * weight).sum()) / capacity, 100.0 * float((usable * weight).sum()) / capacity
+
+
 def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
     s = result.samples
     end = result.end
@@ -156,19 +203,12 @@ def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
         return _pct(time_mean(t, values, end), capacity)
 
     allocation = share(s.allocated)
-    gpu_waiting = (
-        (s.tenant_demand.sum(axis=1) - s.tenant_allocated.sum(axis=1)) > 1e-9 if len(t) else np.zeros(0)
-    )
-    idle = None
-    if gpu_waiting.any():
-        free = np.maximum(s.capacity - s.allocated, 0.0)
-        mask = gpu_waiting
-        spans = np.append(t[1:], end) - t
-        weight = spans[mask]
-        if weight.sum() > 0:
-            idle = 100.0 * float((free[mask] * weight).sum() / max((s.capacity[mask] * weight).sum(), 1e-9))
+    idle, idle_usable = idle_while_waiting(result)
     held, fair, contended_seconds = share_ratios(
         t, end, s.capacity, s.tenant_demand, s.tenant_allocated, result.weights
+    )
+    usable_held, usable_fair, _ = usable_share_ratios(
+        t, end, result.demand_classes, s.tenant_allocated, result.weights
     )
     gpu_seconds = (
         (s.tenant_allocated * (np.append(t[1:], end) - t)[:, None]).sum(axis=0)
@@ -178,11 +218,15 @@ def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
     preempted = Counter(p.tenant for p in result.preemptions)
     tenants: list[TenantSummary] = []
     ratios: list[float] = []
+    usable_ratios: list[float] = []
     for i, name in enumerate(result.tenants):
         jobs = [j for j in result.jobs if j.tenant == name]
         ratio = float(held[i] / fair[i]) if fair[i] > 1e-9 else None
         if ratio is not None:
             ratios.append(ratio)
+        usable_ratio = float(usable_held[i] / usable_fair[i]) if usable_fair[i] > 1e-9 else None
+        if usable_ratio is not None:
+            usable_ratios.append(usable_ratio)
         tenants.append(
             TenantSummary(
                 name=name,
@@ -196,12 +240,18 @@ def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
                 fair_gpu_hours=float(fair[i]) / 3600.0,
                 fair_share_ratio=ratio,
                 preempted=preempted.get(name, 0),
+                usable_fair_gpu_hours=float(usable_fair[i]) / 3600.0,
+                usable_fair_share_ratio=usable_ratio,
             )
         )
     assessed = [b for b in result.binds if b.aligned is not None]
     aligned = sum(1 for b in assessed if b.aligned)
     slowdown = 100.0 * float(np.mean([1.0 / b.factor - 1.0 for b in assessed])) if assessed else None
     reasons = sorted(result.pending_reasons.items(), key=lambda kv: (-kv[1][0], kv[0]))[:top_reasons]
+    slow = sorted(
+        (r for r in result.runs if r.end > r.start and r.speed < 1.0 - 1e-6),
+        key=lambda r: (r.speed, -(r.end - r.start), r.pod, r.start),
+    )[:SLOWEST]
     return Summary(
         scenario=result.scenario,
         policy=result.policy,
@@ -221,12 +271,15 @@ def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
         unallocated_pct=None if allocation is None else 100.0 - allocation,
         fragmented_pct=share(s.fragmented),
         idle_while_waiting_pct=idle,
+        idle_usable_while_waiting_pct=idle_usable,
         wait=Distribution.of(waits(result.jobs, end)),
         jct=Distribution.of(completion_times(result.jobs)),
         tenants=tenants,
         contended_hours=contended_seconds / 3600.0,
         jain=jain(ratios),
         min_fair_share_ratio=min(ratios) if ratios else None,
+        usable_jain=jain(usable_ratios),
+        min_usable_fair_share_ratio=min(usable_ratios) if usable_ratios else None,
         preemptions=len(result.preemptions),
         preemption_reasons=[
             ReasonCount(r, n)
@@ -238,6 +291,9 @@ def summarize(result: SimResult, *, top_reasons: int = 8) -> Summary:
         assessed_starts=len(assessed),
         slowdown_pct=slowdown,
         pending_reasons=[PendingReason(r, v[0] / 3600.0, v[1]) for r, v in reasons],
+        lost_misaligned_gpu_hours=sum(r.lost_misaligned for r in result.runs) / 3600.0,
+        lost_time_slicing_gpu_hours=sum(r.lost_contention for r in result.runs) / 3600.0,
+        slowest=[SlowPod(r.pod, r.tenant, r.speed, (r.end - r.start) / 3600.0, r.time_sliced) for r in slow],
         notes=list(result.notes),
     )
 

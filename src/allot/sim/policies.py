@@ -6,8 +6,8 @@ A policy is what `--compare` names. Built in:
 |---|---|---|
 | `fifo-priority` | kube-scheduler: priority, then arrival; queue labels ignored; default preemption | default profile |
 | `kueue` | Kueue admission, classic preemption, no fair sharing | default profile |
-| `fair` | Kueue admission with fair sharing (DRS tournament, fair-sharing preemption) | default profile |
-| `fgd` | as `fair` | GpuPlacement scoring shared GPUs by fragmentation gradient descent; GpuIsolation |
+| `fair` | Kueue admission with fair sharing (DRS tournament, fair-sharing preemption) | allot's profile: default + GpuPacking |
+| `fgd` | as `fair` | allot's profile, GpuPlacement scoring shared GPUs by fragmentation gradient descent; GpuIsolation |
 
 Scenario files may define more (`policies:` in the scenario format): a
 base policy with switches changed and scheduler profiles from a
@@ -19,12 +19,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from allot.admission.config import AdmissionConfig
 from allot.model.kueue_config import Configuration
 from allot.model.loader import Manifests
 from allot.scheduling import registry
-from allot.scheduling.profile import DEFAULT_SCHEDULER_NAME, Profile
+from allot.scheduling.profile import DEFAULT_SCHEDULER_NAME, Profile, allot_profile
 from allot.sim.workload import TRUST_LABEL
 
 
@@ -39,6 +40,10 @@ class Policy:
     fair_sharing: bool | None = True
     preemption: bool = True
     profiles: Mapping[str, Profile] | None = None
+    # Place waiting work by moving running pods (allot.engine.consolidate).
+    consolidation: bool = False
+    # Hold a node for a large waiting job, backfilling by runtime estimates (allot.engine.reserve).
+    reservations: bool = False
 
     def admission_config(self, manifests: Manifests) -> AdmissionConfig:
         configurations = manifests.of_kind(Configuration)
@@ -59,7 +64,14 @@ FIFO_PRIORITY = Policy(
     fair_sharing=None,
 )
 KUEUE = Policy("kueue", "Kueue admission with classic preemption, no fair sharing", fair_sharing=False)
-FAIR = Policy("fair", "Kueue admission with fair sharing between ClusterQueues", fair_sharing=True)
+FAIR = Policy(
+    "fair",
+    "Kueue admission with fair sharing between ClusterQueues; GPU packing, consolidation, reservations",
+    fair_sharing=True,
+    profiles=MappingProxyType({DEFAULT_SCHEDULER_NAME: allot_profile()}),
+    consolidation=True,
+    reservations=True,
+)
 
 SHARING_PLUGIN = "GpuPlacement"
 ISOLATION_PLUGIN = "GpuIsolation"
@@ -77,7 +89,7 @@ def fgd_policy() -> Policy:
         raise PolicyError(
             f"policy 'fgd' needs the {SHARING_PLUGIN} scheduler plugin, which is not registered"
         )
-    base = Profile()
+    base = allot_profile()
     filters = tuple(SHARING_PLUGIN if f == DRA_PLUGIN else f for f in base.filters)
     weights = {k: v for k, v in base.score_weights.items() if k != DRA_PLUGIN}
     weights[SHARING_PLUGIN] = SHARING_WEIGHT

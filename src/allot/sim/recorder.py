@@ -25,9 +25,11 @@ from allot.sim.inventory import GpuInventory, Usage
 from allot.sim.records import (
     AdmissionRecord,
     BindRecord,
+    DemandClasses,
     JobRecord,
     Occupancy,
     PreemptionRecord,
+    RunRecord,
     Samples,
     SimResult,
     TraceEntry,
@@ -90,6 +92,22 @@ class Recorder:
         self._alloc = np.zeros(count)
         self._demand = np.zeros(count)
         self._pending = np.zeros(count, dtype=np.int64)
+        # GPU-equivalents of the GPU pods waiting, and per pod shape the pods waiting and the GPUs
+        # they could use (`usable`, given at arrival): what "idle while work waited" is judged by.
+        self._waiting = 0.0
+        self._shape_waiting: dict[str, int] = {}
+        self._usable: dict[str, np.ndarray] = {}
+        # Demand classes: pod shapes that can use the same GPUs share one. Per (tenant, class) the
+        # GPU-equivalents arrived and not finished, sampled like the tenants' demand; and the
+        # ready GPUs, as versions (they change only when nodes fail or come back).
+        self._class_of_mask: dict[bytes, int] = {}
+        self.class_masks: list[np.ndarray] = []
+        self._shape_class: dict[str, int] = {}
+        self._class_keys: dict[tuple[int, int], int] = {}
+        self._class_demand: list[float] = []
+        self._class_series: list[list[float]] = []
+        self._ready_versions: list[np.ndarray] = [self._node_ready[self._gpu_node].copy()]
+        self._ready_series: list[int] = []
         self._running = 0
         self._series: dict[str, list[float]] = {k: [] for k in _SCALARS}
         self._tenant_series: dict[str, list[np.ndarray]] = {"alloc": [], "demand": [], "pending": []}
@@ -100,6 +118,7 @@ class Recorder:
         }
         self._occupancy: list[tuple[int, int, float, float, float]] = []
         self._binds: list[BindRecord] = []
+        self._runs: list[RunRecord] = []
         self._preemptions: list[PreemptionRecord] = []
         self._admissions: list[AdmissionRecord] = []
         self._reason_now: dict[str, tuple[str, float]] = {}
@@ -123,11 +142,20 @@ class Recorder:
         if self.trace is not None:
             self.trace.append(TraceEntry(time, kind, subject, detail))
 
-    def arrived(self, job: Job, shape: PodShape, now: float) -> None:
+    def arrived(self, job: Job, shape: PodShape, now: float, usable: np.ndarray | None = None) -> None:
+        """`usable`: which GPUs (by inventory index) the job's pods could run on; None: none."""
         self._jobs[job.key] = _JobState(job, shape)
         t = self._tenant_index[job.tenant]
         self._demand[t] += job.pods * shape.gpus
         self._pending[t] += job.pods
+        if usable is not None and job.shape not in self._usable:
+            self._usable[job.shape] = usable
+            klass = self._class_of_mask.setdefault(usable.tobytes(), len(self.class_masks))
+            if klass == len(self.class_masks):
+                self.class_masks.append(usable)
+            self._shape_class[job.shape] = klass
+        self._class_change(t, job.shape, job.pods * shape.gpus)
+        self._wait(self._jobs[job.key], job.pods)
         self._log(now, TraceKind.ARRIVAL, job.key, f"{job.pods} pod(s)")
 
     def bound(
@@ -140,7 +168,8 @@ class Recorder:
         *,
         aligned: bool | None,
         factor: float,
-    ) -> None:
+    ) -> float:
+        """Record a pod start; the GPU-equivalents it holds."""
         state = self._job_of_pod(pod)
         assert state is not None, pod
         t = self._tenant_index[state.job.tenant]
@@ -155,6 +184,7 @@ class Recorder:
             taken += max(compute, memory)
         self._alloc[t] += taken
         self._pending[t] -= 1
+        self._wait(state, -1)
         self._running += 1
         self._open[pod] = (usage, now, t)
         self._close_reason(pod, now)
@@ -164,6 +194,33 @@ class Recorder:
             if len(state.started) == state.job.pods:
                 state.start = now
         self._log(now, TraceKind.START, pod, node)
+        return taken
+
+    def run_ended(
+        self,
+        pod: str,
+        *,
+        started: float,
+        ended: float,
+        progress: float,
+        lost_misaligned: float,
+        lost_contention: float,
+        time_sliced: bool,
+    ) -> None:
+        """A pod's run ended: how much work it did in that time, and the GPU-seconds of work its
+        misalignment and time-slicing cost it."""
+        self._runs.append(
+            RunRecord(
+                pod=pod,
+                tenant=self.tenant_of_pod(pod),
+                start=started,
+                end=ended,
+                progress=progress,
+                lost_misaligned=lost_misaligned,
+                lost_contention=lost_contention,
+                time_sliced=time_sliced,
+            )
+        )
 
     def released(self, pod: str, now: float, *, completed: bool) -> None:
         """The pod left its node: it completed, or (completed=False) it is pending again."""
@@ -185,12 +242,31 @@ class Recorder:
         assert state is not None
         if completed:
             self._demand[t] -= state.shape.gpus
+            self._class_change(t, state.job.shape, -state.shape.gpus)
             state.completed += 1
             if state.completed == state.job.pods:
                 state.finish = now
             self._log(now, TraceKind.COMPLETION, pod)
         else:
             self._pending[t] += 1
+            self._wait(state, 1)
+
+    def _class_change(self, tenant: int, shape: str, amount: float) -> None:
+        klass = self._shape_class.get(shape)
+        if klass is None or amount == 0:
+            return
+        column = self._class_keys.setdefault((tenant, klass), len(self._class_demand))
+        if column == len(self._class_demand):
+            self._class_demand.append(0.0)
+        self._class_demand[column] = max(0.0, self._class_demand[column] + amount)
+
+    def _wait(self, state: _JobState, pods: int) -> None:
+        """`pods` more (or fewer) pods of the job's shape wait."""
+        if state.shape.gpus <= 0:
+            return
+        self._waiting = max(0.0, self._waiting + pods * state.shape.gpus)
+        shape = state.job.shape
+        self._shape_waiting[shape] = self._shape_waiting.get(shape, 0) + pods
 
     def preempted(self, pod: str, now: float, reason: str, preemptor: str) -> None:
         self.released(pod, now, completed=False)
@@ -228,6 +304,7 @@ class Recorder:
         index = self._node_index.get(node)
         if index is not None:
             self._node_ready[index] = ready
+            self._ready_versions.append(self._node_ready[self._gpu_node].copy())
         self._log(now, TraceKind.NODE_UP if ready else TraceKind.NODE_DOWN, node)
 
     # -- series ----------------------------------------------------------------------------
@@ -246,6 +323,8 @@ class Recorder:
             "fragmented": float((1.0 - taken[partly]).sum()),
             "pending": float(self._pending.sum()),
             "running": float(self._running),
+            "waiting": self._waiting if self._waiting > _EPS else 0.0,
+            "wanted_free": self._wanted_free(taken, ready),
         }
         series = self._series
         if series["time"] and series["time"][-1] == now:
@@ -254,12 +333,27 @@ class Recorder:
             self._tenant_series["alloc"][-1] = self._alloc.copy()
             self._tenant_series["demand"][-1] = self._demand.copy()
             self._tenant_series["pending"][-1] = self._pending.copy()
+            self._class_series[-1] = list(self._class_demand)
+            self._ready_series[-1] = len(self._ready_versions) - 1
             return
         for name, value in values.items():
             series[name].append(value)
+        self._class_series.append(list(self._class_demand))
+        self._ready_series.append(len(self._ready_versions) - 1)
         self._tenant_series["alloc"].append(self._alloc.copy())
         self._tenant_series["demand"].append(self._demand.copy())
         self._tenant_series["pending"].append(self._pending.copy())
+
+    def _wanted_free(self, taken: np.ndarray, ready: np.ndarray) -> float:
+        """Free GPU share on ready GPUs that some waiting pod could use."""
+        wanted: np.ndarray | None = None
+        for shape, count in self._shape_waiting.items():
+            usable = self._usable.get(shape)
+            if count > 0 and usable is not None:
+                wanted = usable.copy() if wanted is None else wanted | usable
+        if wanted is None:
+            return 0.0
+        return float((1.0 - taken[wanted & ready]).sum())
 
     # -- result ----------------------------------------------------------------------------
 
@@ -295,6 +389,8 @@ class Recorder:
             compute=np.array(s["compute"]),
             memory=np.array(s["memory"]),
             fragmented=np.array(s["fragmented"]),
+            waiting=np.array(s["waiting"]),
+            wanted_free=np.array(s["wanted_free"]),
             pending_pods=np.array(s["pending"], dtype=np.int64),
             running_pods=np.array(s["running"], dtype=np.int64),
             tenant_allocated=stack("alloc", np.float64),
@@ -327,6 +423,17 @@ class Recorder:
             for st in self._jobs.values()
         ]
         reasons = {r: (v[0], len(self._reason_pods.get(r, ()))) for r, v in self._reasons.items()}
+        columns = len(self._class_keys)
+        class_demand = np.zeros((len(self._class_series), columns))
+        for row, values in enumerate(self._class_series):
+            class_demand[row, : len(values)] = values
+        demand_classes = DemandClasses(
+            keys=sorted(self._class_keys, key=lambda key: self._class_keys[key]),
+            masks=list(self.class_masks),
+            demand=class_demand,
+            ready=np.array(self._ready_versions, dtype=np.bool_).reshape(len(self._ready_versions), -1),
+            ready_version=np.array(self._ready_series, dtype=np.int64),
+        )
         return SimResult(
             scenario=scenario,
             policy=policy,
@@ -340,9 +447,11 @@ class Recorder:
             occupancy=occupancy,
             jobs=jobs,
             binds=self._binds,
+            runs=self._runs,
             preemptions=self._preemptions,
             admissions=self._admissions,
             pending_reasons=reasons,
+            demand_classes=demand_classes,
             end=end,
             events=events,
             cycles=cycles,
@@ -350,4 +459,16 @@ class Recorder:
         )
 
 
-_SCALARS = ("time", "capacity", "busy", "allocated", "compute", "memory", "fragmented", "pending", "running")
+_SCALARS = (
+    "time",
+    "capacity",
+    "busy",
+    "allocated",
+    "compute",
+    "memory",
+    "fragmented",
+    "pending",
+    "running",
+    "waiting",
+    "wanted_free",
+)

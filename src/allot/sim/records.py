@@ -73,6 +73,32 @@ class BindRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run of a pod, start to end (completed, stopped, or the end of the simulation).
+
+    `progress`: the work it did, in seconds at full speed (its run time when nothing slowed it);
+    `lost_misaligned`: GPU-seconds of work its misalignment cost (GPU-equivalents held × time ×
+    (1 − alignment factor)); `lost_contention`: GPU-seconds of work time-slicing cost it (time-sliced
+    GPUs × time × (1 − its share of their turns)).
+    """
+
+    pod: str
+    tenant: str
+    start: float
+    end: float
+    progress: float
+    lost_misaligned: float
+    lost_contention: float
+    time_sliced: bool
+
+    @property
+    def speed(self) -> float:
+        """Its mean pace over the run: work done over time taken (1 = full speed)."""
+        span = self.end - self.start
+        return self.progress / span if span > 0 else 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class TraceEntry:
     time: float
     kind: TraceKind
@@ -91,6 +117,8 @@ class Samples:
     compute: FloatArray  # Σ compute fraction taken
     memory: FloatArray  # Σ memory fraction taken
     fragmented: FloatArray  # free share of partly used GPUs
+    waiting: FloatArray  # GPU-equivalents of the GPU pods waiting
+    wanted_free: FloatArray  # free share of the GPUs some waiting pod could use
     pending_pods: IntArray
     running_pods: IntArray
     tenant_allocated: FloatArray  # [sample, tenant] GPU-equivalents held
@@ -110,6 +138,24 @@ class Occupancy:
 
 
 @dataclass
+class DemandClasses:
+    """What each tenant's work could run on, for fair shares of the GPUs it can use.
+
+    A demand class is the set of GPUs (a boolean mask over the physical GPUs) that a pod shape's
+    device classes and selectors select; shapes with the same set share a class. `demand[sample,
+    column]` holds the GPU-equivalents arrived and not finished of `keys[column]` = (tenant index,
+    class). `ready[version]` marks the GPUs on ready nodes; `ready_version[sample]` says which
+    version held at each sample.
+    """
+
+    keys: list[tuple[int, int]]
+    masks: list[npt.NDArray[np.bool_]]
+    demand: FloatArray
+    ready: npt.NDArray[np.bool_]
+    ready_version: IntArray
+
+
+@dataclass
 class SimResult:
     """Everything one run of one policy produced."""
 
@@ -125,10 +171,12 @@ class SimResult:
     occupancy: Occupancy
     jobs: list[JobRecord]
     binds: list[BindRecord]
+    runs: list[RunRecord]
     preemptions: list[PreemptionRecord]
     admissions: list[AdmissionRecord]
     # normalised reason -> (pod-seconds spent waiting with it, distinct pods)
     pending_reasons: dict[str, tuple[float, int]]
+    demand_classes: DemandClasses
     end: float
     events: int
     cycles: int

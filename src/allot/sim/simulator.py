@@ -30,16 +30,23 @@ the engine is deterministic.
 
 from __future__ import annotations
 
+import math
 import time as wallclock
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from allot.admission.state import AdmissionState
 from allot.cluster.invariants import check
 from allot.cluster.state import ClusterState
+from allot.dra import DeviceId
 from allot.engine.decisions import Admitted, Bound, CycleResult, Evicted, Waiting
 from allot.engine.engine import Engine, EnginePolicy
+from allot.engine.policy import ConsolidationConfig
 from allot.engine.queueing import QueueingConfig
+from allot.engine.reserve import runtime_estimate
 from allot.model.core import Node
 from allot.model.errors import Location
 from allot.model.kueue import ClusterQueue
@@ -52,7 +59,7 @@ from allot.sim.inventory import PLUGIN_GPU_RESOURCE, GpuInventory
 from allot.sim.policies import Policy
 from allot.sim.recorder import Recorder
 from allot.sim.records import SimResult
-from allot.sim.topology import ThroughputModel, default_model
+from allot.sim.topology import ThroughputModel, default_model, sharing_factor
 from allot.sim.workload import Job, Workload, make_pods
 
 NODE_DOWN_REASON = "node failed"
@@ -93,7 +100,12 @@ class SimOptions:
 
 @dataclass(slots=True)
 class _Run:
-    """A pod's progress across its runs."""
+    """A pod's progress across its runs.
+
+    While it runs, `work_left` is the work left at `since` and `factor` its pace since then (its
+    alignment `base` times its time-slicing share, the slowest of its gang's); the work it
+    started this run with is `run_work`, and what its pace cost is summed per run.
+    """
 
     job: Job
     work_left: float
@@ -101,6 +113,16 @@ class _Run:
     started: float | None = None
     factor: float = 1.0
     workload: str = ""
+    base: float = 1.0
+    share: float = 1.0
+    sliced: tuple[DeviceId, ...] = ()
+    since: float = 0.0
+    run_work: float = 0.0
+    deadline: float = math.inf
+    held: float = 0.0
+    lost_misaligned: float = 0.0
+    lost_contention: float = 0.0
+    progress: float = 0.0
 
 
 @dataclass
@@ -153,6 +175,8 @@ class Simulation:
                 queues=admission is not None,
                 preemption=policy.preemption,
                 queueing=QueueingConfig.exact(hints=self.options.hints),
+                consolidation=ConsolidationConfig() if policy.consolidation else None,
+                reservation=policy.reservations,
             ),
             fallback_profile=next(iter(profiles)),
             seed=seed,
@@ -165,6 +189,10 @@ class Simulation:
         self._runs: dict[str, _Run] = {}
         self._jobs = {job.key: job for job in workload.jobs}
         self._workload_pods: dict[str, set[str]] = {}
+        # Running pods on each time-sliced GPU: they share it in equal turns.
+        self._sharers: dict[DeviceId, set[str]] = {}
+        # The GPUs each pod shape could run on (for "idle while work that could use it waited").
+        self._usable: dict[str, npt.NDArray[np.bool_]] = {}
         self._counters = _Counters()
         # Called with each cycle's result and time once it is applied (the dashboard's frames).
         self.observers: list[Callable[[CycleResult, float], None]] = []
@@ -196,6 +224,9 @@ class Simulation:
             self.recorder.sample(now)
             if self.progress is not None:
                 self.progress(now)
+        for pod in sorted(self._runs):
+            if self._runs[pod].started is not None:
+                self._end_run(pod, end)
         result = self.recorder.result(
             scenario=self.scenario,
             policy=self.policy.name,
@@ -247,10 +278,14 @@ class Simulation:
     def _arrive(self, job: Job, now: float) -> None:
         shape = self.workload.shapes[job.shape]
         tenant = self.workload.tenants[job.tenant]
-        self.recorder.arrived(job, shape, now)
-        for pod in make_pods(job, shape, tenant):
+        pods = make_pods(job, shape, tenant)
+        for pod in pods:
             self.state.add_pod(pod)
             self._runs[pod.key] = _Run(job, job.duration)
+        usable = self._usable.get(job.shape)
+        if usable is None and pods and shape.gpus > 0:
+            usable = self._usable[job.shape] = self.inventory.usable_by(self.state, pods[0].key)
+        self.recorder.arrived(job, shape, now, usable)
         self._counters.changed = True
 
     def _complete(self, event: SimEvent, now: float) -> None:
@@ -258,6 +293,7 @@ class Simulation:
         if run is None or run.token != event.token or run.started is None:
             return  # the run this completion belonged to was cut short
         pod = event.subject
+        self._end_run(pod, now)
         run.started = None
         self.recorder.released(pod, now, completed=True)
         self.state.remove_pod(pod)
@@ -310,29 +346,108 @@ class Simulation:
     def _start(self, decisions: list[Bound], now: float) -> None:
         # Pods the scenario's manifests brought (running when it starts) have no run to time.
         decisions = [d for d in decisions if d.pod in self._runs]
-        assessed = {d.pod: self.throughput.assess(self.state, d.pod) for d in decisions}
-        # A gang runs at the pace of its slowest member.
-        slowest: dict[str, float] = {}
-        for d in decisions:
-            job = self._runs[d.pod].job
-            if job.gang:
-                slowest[job.key] = min(slowest.get(job.key, 1.0), assessed[d.pod][1])
+        affected: set[str] = set()
         for d in decisions:
             run = self._runs[d.pod]
-            aligned, factor = assessed[d.pod]
-            if run.job.gang:
-                factor = slowest[run.job.key]
+            assessment = self.throughput.assess(self.state, d.pod)
             run.token += 1
-            run.started = now
-            run.factor = factor
+            run.started = run.since = now
+            run.run_work = run.work_left
+            run.base = assessment.factor
+            run.sliced = assessment.sliced
+            run.share = 1.0
+            run.factor = 0.0  # set by _retime
+            limit = runtime_estimate(self.state.pods[d.pod])
+            # Kueue stops a workload at its maximum execution time.
+            run.deadline = now + limit if limit is not None else math.inf
+            run.lost_misaligned = run.lost_contention = run.progress = 0.0
             run.workload = self.engine.workload_of(d.pod)
             if run.workload:
                 self._workload_pods.setdefault(run.workload, set()).add(d.pod)
+            for device in run.sliced:
+                sharers = self._sharers.setdefault(device, set())
+                sharers.add(d.pod)
+                affected |= sharers
+            affected.add(d.pod)
             plugin_gpus = self.state.pods[d.pod].requests.get(PLUGIN_GPU_RESOURCE, 0)
-            self.recorder.bound(
-                d.pod, d.node, d.allocations, plugin_gpus, now, aligned=aligned, factor=factor
+            run.held = self.recorder.bound(
+                d.pod, d.node, d.allocations, plugin_gpus, now, aligned=assessment.aligned, factor=run.base
             )
-            self.queue.call_at(now + run.work_left / factor, EventKind.COMPLETION, d.pod, run.token)
+        self._retime(affected, now)
+
+    def _retime(self, pods: set[str], now: float) -> None:
+        """Set the pace of running pods whose time-slicing share or gang may have changed, and
+        schedule their completions again (the old ones become stale)."""
+        jobs = {self._runs[p].job.key: self._runs[p].job for p in pods if p in self._runs}
+        members: list[str] = []
+        for job in sorted(jobs.values(), key=lambda j: j.key):
+            keys = [f"{job.namespace}/{name}" for name in job.pod_names()] if job.gang else []
+            running = [k for k in keys if k in self._runs and self._runs[k].started is not None]
+            members.extend(
+                running or [p for p in sorted(pods) if p in self._runs and self._runs[p].job is job]
+            )
+        # Work done so far at the old pace, then the new shares.
+        for pod in members:
+            if self._runs[pod].started is not None:
+                self._advance(self._runs[pod], now)
+        for pod in members:
+            run = self._runs[pod]
+            run.share = min((sharing_factor(len(self._sharers[d])) for d in run.sliced), default=1.0)
+        for pod in sorted(set(members)):
+            run = self._runs[pod]
+            if run.started is None:
+                continue
+            pace = run.base * run.share
+            if run.job.gang:
+                siblings = [f"{run.job.namespace}/{name}" for name in run.job.pod_names()]
+                pace = min(
+                    (
+                        self._runs[k].base * self._runs[k].share
+                        for k in siblings
+                        if k in self._runs and self._runs[k].started is not None
+                    ),
+                    default=pace,
+                )
+            if pace == run.factor:
+                continue
+            run.factor = pace
+            run.token += 1
+            finish = min(now + run.work_left / pace, run.deadline)
+            self.queue.call_at(max(finish, now), EventKind.COMPLETION, pod, run.token)
+
+    def _advance(self, run: _Run, now: float) -> None:
+        """Count the work done and what its pace cost since `run.since`."""
+        elapsed = max(now - run.since, 0.0)
+        run.since = now
+        if not elapsed or not run.factor:
+            return
+        run.work_left = max(run.work_left - elapsed * run.factor, 0.0)
+        run.progress += elapsed * run.factor
+        run.lost_misaligned += run.held * elapsed * (1.0 - run.base)
+        run.lost_contention += len(run.sliced) * elapsed * (1.0 - run.share)
+
+    def _end_run(self, pod: str, now: float) -> None:
+        """The pod's run ends (completed, stopped, or the simulation is over): report what it cost
+        and let its time-slicing partners speed up."""
+        run = self._runs[pod]
+        self._advance(run, now)
+        assert run.started is not None
+        self.recorder.run_ended(
+            pod,
+            started=run.started,
+            ended=now,
+            progress=run.progress,
+            lost_misaligned=run.lost_misaligned,
+            lost_contention=run.lost_contention,
+            time_sliced=bool(run.sliced),
+        )
+        partners: set[str] = set()
+        for device in run.sliced:
+            sharers = self._sharers.get(device, set())
+            sharers.discard(pod)
+            partners |= sharers
+        if partners:
+            self._retime(partners, now)
 
     def _stop(self, pod: str, now: float, reason: str, preemptor: str, starting: dict[str, Bound]) -> None:
         """A pod was taken off its node: cancel its run, keep the checkpointed work.
@@ -347,8 +462,9 @@ class Simulation:
         if starting.pop(pod, None) is None:
             if run.started is None:
                 return
-            done = (now - run.started) * run.factor
-            run.work_left = max(MIN_WORK, run.work_left - self.options.checkpoint * done)
+            self._end_run(pod, now)
+            done = run.run_work - run.work_left
+            run.work_left = max(MIN_WORK, run.run_work - self.options.checkpoint * done)
             run.started = None
             run.token += 1
             self.recorder.preempted(pod, now, reason, preemptor)

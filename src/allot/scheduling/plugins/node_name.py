@@ -2,6 +2,9 @@
 
 kube-scheduler never schedules a pod whose nodeName is set (it is bound already); allot
 meets one when it names a node the input does not have, and keeps it off every other node.
+A pod that was bound here and that allot took off its node (moved by consolidation, evicted
+from a failed node, preempted) stands for the pod its controller creates in its place, which
+names no node: the name no longer holds it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ class NodeName:
 
     def filter_mask(self, cycle: Cycle, candidates: BoolArray) -> list[Rejection]:
         wanted = cycle.pod.pod.spec.node_name
-        if not wanted:
+        if not wanted or cycle.pod.started:
             return []
         rejected = candidates.copy()
         index = cycle.state.nodes.index.get(wanted)

@@ -7,7 +7,11 @@
   an aligned placement: for each of its GPUs the distance to the closest of
   its NICs, priced by `penalties.GPU_NIC_FACTORS`; the pod runs at its
   slowest GPU's factor (collectives wait for the slowest rank). Pods
-  without both GPUs and NICs get 1.0.
+  without both GPUs and NICs get None.
+* `cpu_alignment_factor(places)`: for a pod whose CPUs are devices (dra.cpu)
+  beside GPUs or NICs, `penalties.CPU_MISALIGNED_FACTOR` when some CPU,
+  GPU or NIC of it has no partner of the other side on its NUMA node;
+  None when it has no CPU devices or no accelerators.
 * `alignment_summary(state)`: every allocated multi-device claim counted by
   level, and the mean throughput factor of bound pods that use GPUs and
   NICs together.
@@ -19,14 +23,14 @@ not as misaligned.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from allot.cluster.state import ClusterState
 from allot.dra import SliceIndex
 from allot.model.resource import AllocationResult, Device
 from allot.scheduling.topology.alignment import Level, unit_alignment
-from allot.scheduling.topology.penalties import throughput_factor
+from allot.scheduling.topology.penalties import CPU_MISALIGNED_FACTOR, GPU_NIC_FACTORS, throughput_factor
 from allot.scheduling.topology.places import CLOSEST, SAME_NUMA, Place, place_of, relation
 
 LABELS = ("pcieRoot", "numaNode", "none", "unknown")
@@ -73,7 +77,12 @@ def claim_alignment(allocation: AllocationResult, catalog: DeviceCatalog) -> str
     return claim_label(catalog.places(allocation))
 
 
-def pod_throughput_factor(places: Iterable[Place], *, communication_share: float = 1.0) -> float | None:
+def pod_throughput_factor(
+    places: Iterable[Place],
+    *,
+    communication_share: float = 1.0,
+    factors: Mapping[Level, float] = GPU_NIC_FACTORS,
+) -> float | None:
     """The pod's modeled throughput factor; None when it does not use GPUs and NICs together."""
     gpus = [p for p in places if p.kind == "gpu"]
     nics = [p for p in places if p.kind == "nic"]
@@ -83,8 +92,27 @@ def pod_throughput_factor(places: Iterable[Place], *, communication_share: float
     for gpu in gpus:
         best = max(relation(gpu, nic) for nic in nics)
         level = Level.PCIE if best == CLOSEST else Level.NUMA if best == SAME_NUMA else Level.NONE
-        worst = min(worst, throughput_factor(level, communication_share=communication_share))
+        worst = min(worst, throughput_factor(level, communication_share=communication_share, factors=factors))
     return worst
+
+
+def cpu_alignment_factor(
+    places: Iterable[Place], *, misaligned: float = CPU_MISALIGNED_FACTOR
+) -> float | None:
+    """`misaligned` when the pod's CPU devices and its GPUs/NICs do not all share NUMA nodes pairwise
+    (see the module docstring), 1.0 when they do, None when there is nothing to compare."""
+    listed = list(places)
+    cpus = [p for p in listed if p.kind == "cpu" and p.numas]
+    devices = [p for p in listed if p.kind in ("gpu", "nic") and p.numas]
+    if not cpus or not devices:
+        return None
+    for one in cpus:
+        if not any(one.numas & other.numas for other in devices):
+            return misaligned
+    for one in devices:
+        if not any(one.numas & other.numas for other in cpus):
+            return misaligned
+    return 1.0
 
 
 @dataclass

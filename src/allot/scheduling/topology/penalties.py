@@ -23,9 +23,14 @@ ND H100 v5, BF16 DDP on 2 x 4 GPUs, NUMA-misaligned NICs: 324.7 vs 356.6
 TFLOP/s per GPU, 0.911) corresponds to f = 0.11 with the SYS ratio;
 `DDP_COMMUNICATION_SHARE` holds that value.
 
-CPU-to-device NUMA misalignment has no verified measurement in the
-sources (the 71 % figure quoted for the KubeCon talk is unverified), so
-it is reported by the alignment metrics but costs nothing here.
+CPU-to-device NUMA misalignment (the CPUs a pod was given on another NUMA
+node than its GPU or NIC) costs `CPU_MISALIGNED_FACTOR`, 0.71: the figure
+press coverage of the KubeCon talk "Achieving Peak Performance Through
+Hardware Alignment in DRA" quotes for a misaligned set against an aligned
+one (research/sharing.md 4.1 marks it unverified: the slides were not
+found). It is a placeholder until a measurement replaces it; the
+simulator's scenario file overrides it (`throughput.cpuNuma`), as it does
+the GPU/NIC factors.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ GPU_NIC_FACTORS: Mapping[Level, float] = MappingProxyType(
     {Level.PCIE: 1.0, Level.NUMA: 0.63, Level.NONE: 0.53}
 )
 DDP_COMMUNICATION_SHARE = 0.11
+CPU_MISALIGNED_FACTOR = 0.71
 
 
 def throughput_factor(

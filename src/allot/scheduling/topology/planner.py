@@ -14,7 +14,10 @@ works out what is worth offering. For a unit with devices of several kinds
 
 Within each, devices that would break a free aligned GPU/NIC pair come
 last: a pod that asks for a GPU alone gets a GPU whose NIC is already taken
-when there is one, so the node stays alignable for the pods that need it.
+when there is one, or one under a root with more free GPUs than NICs
+(p4d's roots of two GPUs and one EFA), so the node stays alignable for the
+pods that need it. CPUs asked for alone go to the NUMA node with the
+fewest free GPUs and NICs, for the same reason.
 
 A proposal (`Target`) is a device set plus its estimated alignment and
 the pairs it breaks. The chooser offers proposals to the allocator (by
@@ -24,6 +27,7 @@ one's estimate.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -71,6 +75,10 @@ class _Planner:
                 if slot.place.kind != kind:
                     roots |= slot.place.roots
             self.partner_roots[kind] = roots
+        # Free GPUs and NICs per NUMA node: CPUs taken alone go where the fewest are.
+        self._paired_on_numa: Counter[int] = Counter(
+            numa for slot in view.paired for numa in slot.place.numas
+        )
 
     def breaks(self, slot: Slot) -> bool:
         return _breaks(slot, self.partner_roots.get(slot.place.kind, set()))
@@ -219,36 +227,94 @@ class _Planner:
 
     # -- every request on its own -----------------------------------------------------------
 
-    def compact(self) -> Target | None:
-        """Each request on as few NUMA nodes as possible, sparing aligned pairs; None if counts fail."""
+    def compact(self) -> list[Target]:
+        """Each request on as few NUMA nodes as possible, sparing aligned pairs (empty if counts fail).
+
+        A pod asking only for CPUs gets one proposal per CPU device, NUMA nodes with the fewest
+        free GPUs and NICs first: if the first has no room left, the next is offered.
+        """
         picks: list[Slot] = []
         used: set[DeviceId] = set()
         for need in sorted(self.needs, key=_numa_scoped):
             # CPUs follow the devices picked so far; everything else is picked on its own.
             taken = self._followers([need], picks) if _numa_scoped(need) and picks else self._one(need, used)
             if len(taken) < need.count:
-                return None
+                return []
             used.update(s.id for s in taken if not s.shared)
             picks.extend(taken)
-        return self.target(picks, "compact")
+        proposals = [self.target(picks, "compact")]
+        if len(self.needs) == 1 and self.needs[0].count == 1 and _numa_scoped(self.needs[0]):
+            ranked = sorted(self.needs[0].candidates, key=self._scoped_rank)
+            proposals += [self.target([slot], "compact") for slot in ranked if slot not in picks]
+        return proposals
+
+    def _scoped_rank(self, slot: Slot) -> tuple[int, int]:
+        """NUMA-scoped devices (CPUs) taken alone: NUMA nodes with the fewest free GPUs and NICs first,
+        so the CPUs next to free accelerators stay for the pods that will use those."""
+        return (self._paired_on_numa.get(min(slot.place.numas, default=-1), 0), slot.position)
 
     def _one(self, need: Need, used: set[DeviceId]) -> list[Slot]:
         free = [s for s in need.candidates if s.shared or s.id not in used]
-
-        def key(slot: Slot) -> tuple[bool, int]:
-            return (self.breaks(slot), slot.position)
-
-        ranked = sorted(free, key=key)
+        if _numa_scoped(need):
+            return sorted(free, key=self._scoped_rank)[: need.count]
         if need.count <= 1:
-            return ranked[: need.count]
+            return self._spare_pairs(free, need.count, used)
         by_numa: dict[int, list[Slot]] = {}
-        for slot in ranked:
+        for slot in sorted(free, key=lambda s: s.position):
             by_numa.setdefault(min(slot.place.numas, default=-1), []).append(slot)
-        fitting = [group[: need.count] for group in by_numa.values() if len(group) >= need.count]
+        fitting = [
+            self._spare_pairs(group, need.count, used)
+            for group in by_numa.values()
+            if len(group) >= need.count
+        ]
         if fitting:
             # Fewest broken pairs, then the earliest devices.
-            return min(fitting, key=lambda group: [key(s) for s in group])
-        return ranked[: need.count]
+            return min(
+                fitting, key=lambda group: (self._lost(group, used), sorted(s.position for s in group))
+            )
+        return self._spare_pairs(free, need.count, used)
+
+    def _lost(self, picks: Sequence[Slot], used: set[DeviceId]) -> int:
+        """Free aligned pairs that taking `picks` (on top of `used`) breaks."""
+        return self.view.pairs(used) - self.view.pairs(used | {s.id for s in picks if not s.shared})
+
+    def _spare_pairs(self, free: Sequence[Slot], count: int, used: set[DeviceId]) -> list[Slot]:
+        """`count` of `free`, one at a time, each the one that breaks the fewest aligned pairs.
+
+        Per PCIe root the pairs are min(free GPUs, free NICs): a GPU under a root without a free
+        NIC breaks nothing, nor does one under a root with more free GPUs than NICs (p4d's roots
+        of two GPUs and one NIC); only the last GPU beside a free NIC breaks a pair. Roots with no
+        partner left go first, then roots with devices to spare, then the rest; then search order.
+        """
+        per_root: dict[str, Counter[str]] = {}
+        for slot in self.view.paired:
+            if slot.id not in used:
+                for root in slot.place.roots:
+                    per_root.setdefault(root, Counter())[slot.place.kind] += 1
+        remaining = list(free)
+        chosen: list[Slot] = []
+        while remaining and len(chosen) < count:
+
+            def key(slot: Slot) -> tuple[int, int, int]:
+                kind = slot.place.kind
+                if kind not in PAIRED_KINDS or slot.shared:
+                    return (0, 0, slot.position)
+                breaks = partnered = 0
+                for root in slot.place.roots:
+                    counts = per_root.get(root, Counter())
+                    partners = min((counts[k] for k in PAIRED_KINDS if k != kind), default=0)
+                    if partners:
+                        partnered = 1
+                        breaks += int(counts[kind] <= partners)
+                return (breaks, partnered, slot.position)
+
+            best = min(remaining, key=key)
+            remaining.remove(best)
+            chosen.append(best)
+            if best.place.kind in PAIRED_KINDS and not best.shared:
+                for root in best.place.roots:
+                    per_root.setdefault(root, Counter())[best.place.kind] -= 1
+        return chosen
 
 
 def _numa_scoped(need: Need) -> bool:
@@ -268,9 +334,7 @@ def plan(view: NodeView) -> list[Target]:
             # allocator refused it, and then the chooser's own search takes over.
             return sorted(proposals, key=lambda t: (-t.value, t.broken))
         proposals += planner.aligned(Level.NUMA)
-    compact = planner.compact()
-    if compact is not None:
-        proposals.append(compact)
+    proposals += planner.compact()
     unique: dict[frozenset[DeviceId], Target] = {}
     for proposal in proposals:
         unique.setdefault(proposal.devices, proposal)

@@ -59,15 +59,36 @@ class NodeView:
     def candidate_ids(self) -> set[DeviceId]:
         return {slot.id for need in self.needs for slot in need.candidates}
 
+    # Free paired devices per PCIe root, and the pairs they make (built on first use).
+    _per_root: dict[str, Counter[str]] | None = field(default=None, init=False, repr=False)
+    _by_id: dict[DeviceId, Slot] = field(default_factory=dict, init=False, repr=False)
+    _pairs: int = field(default=0, init=False, repr=False)
+
     def pairs(self, without: Collection[DeviceId] = ()) -> int:
         """Free aligned GPU/NIC pairs left if the devices in `without` were taken."""
-        per_root: dict[str, Counter[str]] = {}
-        for slot in self.paired:
-            if slot.id in without:
-                continue
-            for root in slot.place.roots:
-                per_root.setdefault(root, Counter())[slot.place.kind] += 1
-        return sum(min(counts[kind] for kind in PAIRED_KINDS) for counts in per_root.values())
+        per_root = self._per_root
+        if per_root is None:
+            per_root = self._per_root = {}
+            for slot in self.paired:
+                self._by_id[slot.id] = slot
+                for root in slot.place.roots:
+                    per_root.setdefault(root, Counter())[slot.place.kind] += 1
+            self._pairs = sum(_pairs_of(counts) for counts in per_root.values())
+        taken: dict[str, Counter[str]] = {}
+        for device_id in without:
+            found = self._by_id.get(device_id)
+            if found is not None:
+                for root in found.place.roots:
+                    taken.setdefault(root, Counter())[found.place.kind] += 1
+        lost = 0
+        for root, removed in taken.items():
+            counts = per_root[root]
+            lost += _pairs_of(counts) - _pairs_of(counts - removed)
+        return self._pairs - lost
+
+
+def _pairs_of(counts: Counter[str]) -> int:
+    return min(counts[kind] for kind in PAIRED_KINDS)
 
 
 class ViewBuilder:

@@ -275,6 +275,8 @@ def _policy(spec: PolicySpec, reader: Reader) -> Policy | None:
         queues=base.queues if spec.queues is None else spec.queues,
         fair_sharing=base.fair_sharing if spec.fair_sharing is None else spec.fair_sharing,
         preemption=base.preemption if spec.preemption is None else spec.preemption,
+        consolidation=base.consolidation if spec.consolidation is None else spec.consolidation,
+        reservations=base.reservations if spec.reservations is None else spec.reservations,
         profiles=profiles,
     )
 

@@ -7,6 +7,8 @@ many whole GPUs a cluster offers (for sizing trace jobs).
 
 from __future__ import annotations
 
+import math
+
 from allot.model.base import ObjectMeta
 from allot.model.core import (
     Container,
@@ -19,7 +21,7 @@ from allot.model.core import (
     Toleration,
 )
 from allot.model.defaults import apply_defaults
-from allot.model.kueue import PRIORITY_CLASS_LABEL
+from allot.model.kueue import MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL
 from allot.model.loader import Manifests
 from allot.model.quantity import Quantity
 from allot.model.resource import (
@@ -83,6 +85,8 @@ def prototype_pod(template: JobTemplate, tenant: Tenant, claim: ResourceClaimSpe
     if uses_gpu and shorthand.GPU_TOLERATION not in tolerations:
         tolerations = (*tolerations, shorthand.GPU_TOLERATION)
     labels = {PRIORITY_CLASS_LABEL: template.workload_priority} if template.workload_priority else {}
+    if template.runtime_estimate is not None:
+        labels[MAX_EXEC_TIME_LABEL] = str(math.ceil(template.runtime_estimate))
     return apply_defaults(
         Pod(
             api_version="v1",

@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import yaml
@@ -28,6 +29,7 @@ from allot.model.presets.expand import expand_specs
 from allot.model.quantity import Quantity
 from allot.model.resource import ResourceClaimSpec
 from allot.model.strict_yaml import describe_yaml_error, load_yaml
+from allot.scheduling.topology.alignment import Level
 from allot.sim.limits import (
     DEFAULT_LIMITS,
     MAX_COUNT,
@@ -56,6 +58,10 @@ from allot.sim.scenario.schema import (
     TraceSpec,
 )
 from allot.sim.simulator import NodeEvent
+from allot.sim.topology import ThroughputFactors
+
+# The smallest throughput factor a scenario may give (a pod a thousand times slower).
+MIN_FACTOR = 0.001
 
 TOP_LEVEL = (
     "name",
@@ -72,7 +78,10 @@ TOP_LEVEL = (
     "workloadPriorityClasses",
     "jobs",
     "trace",
+    "throughput",
 )
+THROUGHPUT_KEYS = ("gpuNic", "cpuNuma")
+GPU_NIC_KEYS = ("numaNode", "none")
 CLUSTER_KEYS = ("manifests", "presets", "nodes", "nodeEvents")
 KUEUE_KEYS = ("manifests", "objects", "cohort")
 TENANT_KEYS = ("name", "namespace", "localQueue", "clusterQueue", "weight", "trust", "quota")
@@ -92,9 +101,19 @@ JOB_KEYS = (
     "tolerations",
     "nodeSelector",
     "kind",
+    "runtimeEstimate",
 )
 DEVICE_KEYS = ("gpus", "nics", "alignment", "gpuShare", "mig", "deviceClass")
-POLICY_KEYS = ("base", "description", "queues", "fairSharing", "preemption", "schedulerConfig")
+POLICY_KEYS = (
+    "base",
+    "description",
+    "queues",
+    "fairSharing",
+    "preemption",
+    "consolidation",
+    "reservations",
+    "schedulerConfig",
+)
 TRACE_KINDS = ("synthetic", "philly", "openb")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _WHERE = re.compile(r"^(\S+?): (.*)$", re.DOTALL)
@@ -120,6 +139,7 @@ def parse_scenario(
     scenario.horizon = root.get("horizon").as_duration(None, positive=True)
     scenario.checkpoint = root.get("checkpoint").as_float(0.0, minimum=0.0, maximum=1.0) or 0.0
     scenario.compare = _compare(root.get("compare"))
+    scenario.throughput = _throughput(root.get("throughput"))
     scenario.policies = [_policy(name, f, base) for name, f in root.get("policies").entries()]
     _cluster(root.get("cluster"), scenario, base, reader, limits.nodes)
     _kueue(root.get("kueue"), scenario, base, reader)
@@ -159,6 +179,24 @@ def _compare(field: Field) -> list[str]:
     return [name for name in (f.as_str() for f in field.items()) if name]
 
 
+def _throughput(field: Field) -> ThroughputFactors | None:
+    """`throughput: {gpuNic: {numaNode: 0.63, none: 0.53}, cpuNuma: 0.71}`: factors in (0, 1]."""
+    if not field.present or field.value is None or not field.mapping(THROUGHPUT_KEYS):
+        return None
+    defaults = ThroughputFactors()
+    gpu_nic = dict(defaults.gpu_nic)
+    nic = field.get("gpuNic")
+    if nic.present and nic.value is not None and nic.mapping(GPU_NIC_KEYS):
+        for key, level in (("numaNode", Level.NUMA), ("none", Level.NONE)):
+            value = nic.get(key).as_float(None, minimum=MIN_FACTOR, maximum=1.0)
+            if value is not None:
+                gpu_nic[level] = value
+    cpu = field.get("cpuNuma").as_float(None, minimum=MIN_FACTOR, maximum=1.0)
+    return ThroughputFactors(
+        gpu_nic=MappingProxyType(gpu_nic), cpu_numa=cpu if cpu is not None else defaults.cpu_numa
+    )
+
+
 def _policy(name: str, field: Field, base: Path) -> PolicySpec:
     field.mapping(POLICY_KEYS)
     config = field.get("schedulerConfig")
@@ -179,6 +217,8 @@ def _policy(name: str, field: Field, base: Path) -> PolicySpec:
         queues=field.get("queues").as_bool(None),
         fair_sharing=field.get("fairSharing").as_bool(None),
         preemption=field.get("preemption").as_bool(None),
+        consolidation=field.get("consolidation").as_bool(None),
+        reservations=field.get("reservations").as_bool(None),
         scheduler_config=raw,
         description=field.get("description").as_str("") or "",
         path=field.path,
@@ -430,6 +470,7 @@ def _job(field: Field) -> JobTemplate | None:
         ),
         node_selector=field.get("nodeSelector").as_string_map(),
         kind=field.get("kind").as_str(None),
+        runtime_estimate=field.get("runtimeEstimate").as_duration(None, positive=True),
         path=field.path,
     )
 

@@ -262,8 +262,10 @@ class Field:
             return default
         seconds = parse_duration(self.value)
         if seconds is None or seconds < 0 or (positive and seconds == 0):
-            kind = "a positive " if positive else ""
-            self.error(f"expected {kind or ''}{DURATION_HINT}, got {short_repr(self.value)}")
+            hint = (
+                DURATION_HINT.replace("a duration", "a positive duration", 1) if positive else DURATION_HINT
+            )
+            self.error(f"expected {hint}, got {short_repr(self.value)}")
             return default
         if seconds > maximum:
             self.error(

@@ -18,6 +18,7 @@ from allot.model.resource import ResourceClaimSpec
 from allot.sim.scenario.arrivals import Arrival
 from allot.sim.scenario.distributions import Distribution
 from allot.sim.simulator import NodeEvent
+from allot.sim.topology import ThroughputFactors
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class JobTemplate:
     tolerations: tuple[Toleration, ...] = ()
     node_selector: Mapping[str, str] = field(default_factory=dict)
     kind: str | None = None
+    # Kueue's maximum execution time: jobs stop after it; reservations backfill by it.
+    runtime_estimate: float | None = None
     path: str = ""
 
 
@@ -88,6 +91,8 @@ class PolicySpec:
     queues: bool | None = None
     fair_sharing: bool | None = None
     preemption: bool | None = None
+    consolidation: bool | None = None
+    reservations: bool | None = None
     scheduler_config: Mapping[str, Any] | None = None
     description: str = ""
     path: str = ""
@@ -120,5 +125,7 @@ class Scenario:
     jobs: list[JobTemplate] = field(default_factory=list)
     trace: TraceSpec | None = None
     cohort: str = "all"
+    # What misalignment costs (None: the measured defaults, docs/simulator.md).
+    throughput: ThroughputFactors | None = None
     # Line of every field of the file, so later checks can point at it too.
     lines: dict[str, int] = field(default_factory=dict)

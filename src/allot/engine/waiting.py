@@ -1,0 +1,187 @@
+"""Work that waits for room, listed from the cluster and admission state in a fixed order.
+
+Consolidation (`allot.engine.consolidate`) and reservations
+(`allot.engine.reserve`) look at the same waiting work: Kueue workloads
+pending whose quota fits now (flavor assignment `Fit`), ClusterQueues with
+the lowest fair-sharing value (DRS) first and each queue in its admission
+order, parked or not; then pods and gangs outside Kueue in kube-scheduler's
+order (priority, creation). The list is read from the states, never from
+the queues' parked sets, so it is the same whether waiting work is retried
+every cycle or only at events (queueing hints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import chain
+
+from allot.admission.cycle import PENDING
+from allot.admission.flavors import Assignment, Mode
+from allot.admission.state import AdmissionState
+from allot.admission.workload import Workload
+from allot.cluster.state import ClusterState, PodInfo
+from allot.engine.queueing import OrderKey
+from allot.scheduling.gang import gang_key, gangs
+from allot.scheduling.scheduler import Scheduler
+
+GANG_UNIT = "gang:"
+# Workloads whose class is remembered before the memo starts afresh.
+MAX_REMEMBERED = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingUnit:
+    """Work that waits: a Kueue workload, a pod, or a gang outside Kueue. Units of one `klass` (queue,
+    shape and priority) fit or fail alike."""
+
+    key: str
+    members: tuple[str, ...]
+    priority: int
+    klass: int
+    workload: Workload | None = None
+    assignment: Assignment | None = None
+
+
+class WaitingWork:
+    """Lists waiting work (a mixin of `Engine`; see the module docstring)."""
+
+    state: ClusterState
+    scheduler: Scheduler
+    admission: AdmissionState | None
+    _workload_of_pod: dict[str, str]
+    _waiting_snapshot: WaitingSnapshot | None
+    # Class numbers (persistent: consolidation remembers classes across cycles), and each
+    # workload's class, worked out once.
+    _class_numbers: dict[object, int]
+    _class_of_workload: dict[str, int]
+
+    def ours(self, info: PodInfo) -> bool:
+        raise NotImplementedError
+
+    def queued(self, info: PodInfo) -> bool:
+        raise NotImplementedError
+
+    def _order_key(self, info: PodInfo) -> OrderKey:
+        raise NotImplementedError
+
+    def _waiting_units(self, skip: Callable[[int], bool]) -> Iterator[WaitingUnit]:
+        """Waiting units in order, leaving out the classes `skip` names."""
+        for unit in chain(self._waiting_workloads(skip), self._waiting_pods(skip)):
+            if not skip(unit.klass):
+                yield unit
+
+    def _snapshot(self) -> WaitingSnapshot:
+        """What waits, listed once per cycle (`_forget_waiting` drops it when a cycle begins): binds and
+        admissions later in the cycle only take entries away, which the readers skip."""
+        snapshot = self._waiting_snapshot
+        if snapshot is None:
+            snapshot = self._waiting_snapshot = WaitingSnapshot(self._queued_in_order(), self._pod_units())
+        return snapshot
+
+    def _forget_waiting(self) -> None:
+        self._waiting_snapshot = None
+
+    def _queued_in_order(self) -> dict[str, list[tuple[str, int]]]:
+        """Per ClusterQueue, its pending workloads in admission order with their class numbers."""
+        admission = self.admission
+        if admission is None:
+            return {}
+        found: dict[str, list[tuple[str, int]]] = {}
+        known = self._class_of_workload
+        if len(known) > MAX_REMEMBERED:
+            known.clear()
+        for cq in sorted(admission.tree.cqs):
+            listed = found[cq] = []
+            for key in admission.pending_in_order(cq):
+                klass = known.get(key)
+                entry = admission.entries.get(key)
+                if entry is None or entry.state != PENDING or entry.waiting is not None:
+                    continue
+                if klass is None:
+                    klass = known[key] = self._class_number((cq, entry.local_queue, entry.equivalence()))
+                listed.append((key, klass))
+        return found
+
+    def _class_number(self, klass: object) -> int:
+        """A small number per distinct class (hashing a number is cheap; classes are deep tuples)."""
+        return self._class_numbers.setdefault(klass, len(self._class_numbers))
+
+    def _waiting_workloads(self, skip: Callable[[int], bool]) -> Iterator[WaitingUnit]:
+        admission = self.admission
+        if admission is None:
+            return
+        queued = self._snapshot().queued
+        shares = admission.world.shares
+        tree = admission.tree
+        order = sorted(queued, key=lambda cq: (shares.share(tree.cqs[cq]).precise(), cq))
+        pods = self.state.pods
+        # Classes whose quota does not fit: workloads of one class get the same flavor assignment.
+        over_quota: set[int] = set()
+        for cq in order:
+            for key, klass in queued[cq]:
+                if klass in over_quota or skip(klass):
+                    continue
+                entry = admission.entries.get(key)
+                if entry is None or entry.state != PENDING:
+                    continue
+                workload = entry.workload
+                if not workload.pods or any(p not in pods or pods[p].bound for p in workload.pods):
+                    continue
+                assignment = admission.assign(workload)
+                if assignment.mode is not Mode.FIT:
+                    over_quota.add(klass)
+                    continue
+                members = tuple(sorted(workload.pods))
+                priority = max(pods[p].priority for p in members)
+                yield WaitingUnit(workload.key, members, priority, klass, workload, assignment)
+
+    def _waiting_pods(self, skip: Callable[[int], bool]) -> Iterator[WaitingUnit]:
+        pods = self.state.pods
+        for unit in self._snapshot().pods:
+            if skip(unit.klass) or any(m not in pods or pods[m].bound for m in unit.members):
+                continue
+            yield unit
+
+    def _pod_units(self) -> list[WaitingUnit]:
+        """Pending pods and gangs outside Kueue, in kube-scheduler's order."""
+        pending = [
+            info
+            for info in self.state.pending()
+            if self.ours(info) and not self.queued(info) and not info.pod.spec.scheduling_gates
+        ]
+        groups = gangs(pending)
+        units: list[tuple[OrderKey, WaitingUnit]] = []
+        seen: set[str] = set()
+        for info in pending:
+            group = gang_key(info) if info.key not in self._workload_of_pod else None
+            if group is None:
+                klass = self._class_number(self.scheduler.equivalence_class(info.key) or info.key)
+                units.append(
+                    (self._order_key(info), WaitingUnit(info.key, (info.key,), info.priority, klass))
+                )
+                continue
+            gang = groups.get(group)
+            if group in seen or gang is None or len(gang.members) < gang.required:
+                continue
+            seen.add(group)
+            infos = [self.state.pods[m] for m in gang.members]
+            classes = sorted(repr(self.scheduler.equivalence_class(m) or m) for m in gang.members)
+            order = min(self._order_key(i) for i in infos)
+            unit = WaitingUnit(
+                GANG_UNIT + group,
+                gang.members,
+                max(i.priority for i in infos),
+                self._class_number((group, *classes)),
+            )
+            units.append((order, unit))
+        units.sort(key=lambda item: item[0])
+        return [unit for _, unit in units]
+
+
+@dataclass(slots=True)
+class WaitingSnapshot:
+    """The waiting work of one cycle: Kueue workloads per ClusterQueue in order, units outside Kueue."""
+
+    queued: dict[str, list[tuple[str, int]]]
+    pods: list[WaitingUnit]

@@ -1,0 +1,276 @@
+"""How many GPUs each node has and how much of them is free, kept current as devices are allocated.
+
+A node's *GPUs* are counted the way the simulator counts them
+(docs/simulator.md): a device of a GPU driver that consumes no counters is
+one GPU, whole or shared (consumable capacity); the devices that consume
+one counter set of a partitionable pool (MIG) are partitions of one GPU;
+a node without DRA GPUs counts its allocatable `nvidia.com/gpu`.
+
+What is free of each GPU, in [0, 1]:
+
+* a whole device: 1 when no claim holds it, else 0;
+* a shared device: 1 minus the largest share of any capacity consumed
+  (a GPU with 30 % of its cores and 10 % of its memory taken is 0.7 free);
+* a counter set: 1 minus the largest share of any of its counters
+  consumed (one 1g.10gb partition takes a seventh of the multiprocessors);
+* device-plugin GPUs: allocatable minus requested.
+
+`free(index)` sums that over the node's GPUs; `untouched(index)` counts
+the GPUs nothing holds at all; `whole_need(pod)` is how many whole GPUs a
+pending pod asks for at least (its requests for exclusive GPU devices, and
+`nvidia.com/gpu`): a pod needing eight cannot be placed by any moves while
+the cluster has fewer than eight untouched GPUs. Per node the sums are recomputed only after an
+allocation on the node changed them (the state's allocation listeners,
+rollbacks included).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from allot.cluster.state import ClusterState, PodInfo
+from allot.dra import Allocator, DeviceId
+from allot.dra.counters import PoolCounters
+from allot.dra.pools import NodeDevice
+from allot.dra.selection import candidates
+from allot.model.resource import AllocationResult
+from allot.scheduling.framework import FloatArray, IntArray
+from allot.scheduling.topology.places import place_of
+
+PLUGIN_GPU_RESOURCE = "nvidia.com/gpu"
+
+
+def is_gpu(device: NodeDevice) -> bool:
+    """Whether a device is (part of) a GPU: its driver publishes GPUs (`places.KIND_BY_DRIVER`), or
+    names them (a driver with `gpu` in its name, as the simulator counts GPUs)."""
+    driver = device.info.id.driver
+    return "gpu" in driver or place_of(driver, device.info.device).kind == "gpu"
+
+
+@dataclass(slots=True)
+class _CounterSet:
+    """One partitionable GPU: a pool's counter set, by the positions of its counters."""
+
+    counters: PoolCounters
+    positions: list[int]
+
+
+@dataclass(slots=True)
+class _Node:
+    """A node's DRA GPUs, and their free sums (None: to recompute)."""
+
+    whole: list[DeviceId] = field(default_factory=list)
+    # Shared devices with their capacities (nano-units, by capacity name).
+    shared: list[tuple[DeviceId, dict[str, int]]] = field(default_factory=list)
+    partitioned: list[_CounterSet] = field(default_factory=list)
+    free: float | None = None
+    untouched: int | None = None
+
+    @property
+    def gpus(self) -> int:
+        return len(self.whole) + len(self.shared) + len(self.partitioned)
+
+
+class GpuOccupancy:
+    """The GPUs of every node of one ClusterState, and what is free of them (see the module docstring)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self._nodes: dict[int, _Node] = {}
+        self._node_of: dict[DeviceId, int] = {}
+        self._totals: IntArray | None = None
+        self._allocator: Allocator | None = None
+        # (class, selectors) -> whether every device it selects is an exclusive GPU, and the nodes
+        # where it selects some.
+        self._whole: dict[tuple[str, tuple[str, ...]], tuple[bool, frozenset[int]]] = {}
+        state.allocation_listeners.append(self._on_allocation)
+
+    def detach(self) -> None:
+        if self._on_allocation in self.state.allocation_listeners:
+            self.state.allocation_listeners.remove(self._on_allocation)
+
+    def _on_allocation(self, allocation: AllocationResult, sign: int) -> None:
+        for result in allocation.devices.results:
+            index = self._node_of.get(DeviceId(result.driver, result.pool, result.device))
+            if index is not None:
+                node = self._nodes[index]
+                node.free = node.untouched = None
+
+    def _node(self, index: int) -> _Node:
+        node = self._nodes.get(index)
+        if node is None:
+            node = self._nodes[index] = _Node()
+            state = self.state
+            pools = state.slices.gather(state.nodes.infos[index].node, state.features)
+            for pool in pools.pools:
+                if not pool.usable:
+                    continue
+                sets: dict[str, list[int]] = {}
+                for device in pool.devices:
+                    if not is_gpu(device):
+                        continue
+                    device_id = device.info.id
+                    self._node_of[device_id] = index
+                    consumes = device.info.device.consumes_counters
+                    if consumes and pool.counters is not None:
+                        for entry in consumes:
+                            positions = sets.setdefault(entry.counter_set, [])
+                            for name in entry.counters:
+                                position = pool.counters.layout.index.get((entry.counter_set, name))
+                                if position is not None and position not in positions:
+                                    positions.append(position)
+                    elif device.shared:
+                        capacity = {name: c.value.nano for name, c in device.info.device.capacity.items()}
+                        node.shared.append((device_id, capacity))
+                    else:
+                        node.whole.append(device_id)
+                if pool.counters is not None:
+                    node.partitioned.extend(
+                        _CounterSet(pool.counters, sorted(positions)) for _, positions in sorted(sets.items())
+                    )
+        return node
+
+    def gpus(self, index: int) -> int:
+        """The node's GPUs (DRA, else device-plugin)."""
+        node = self._node(index)
+        return node.gpus if node.gpus else self._plugin(index)[0]
+
+    def totals(self) -> IntArray:
+        """GPUs of every node, by index (computed once per node table)."""
+        size = self.state.nodes.size
+        if self._totals is None or self._totals.size != size:
+            self._totals = np.array([self.gpus(i) for i in range(size)], dtype=np.int64)
+        return self._totals
+
+    def free(self, index: int) -> float:
+        """GPU-equivalents free on the node."""
+        node = self._node(index)
+        if not node.gpus:
+            total, used = self._plugin(index)
+            return float(max(total - used, 0))
+        if node.free is None:
+            self._measure(node)
+        assert node.free is not None
+        return node.free
+
+    def untouched(self, index: int) -> int:
+        """GPUs of the node that nothing holds any part of."""
+        node = self._node(index)
+        if not node.gpus:
+            total, used = self._plugin(index)
+            return max(total - used, 0)
+        if node.untouched is None:
+            self._measure(node)
+        assert node.untouched is not None
+        return node.untouched
+
+    def untouched_total(self) -> int:
+        return sum(self.untouched(i) for i in range(self.state.nodes.size))
+
+    def whole_need(self, info: PodInfo) -> int:
+        """Whole GPUs the pod asks for at least (see the module docstring)."""
+        return self._whole_requests(info)[0]
+
+    def untouched_for(self, info: PodInfo, index: int) -> int:
+        """Untouched GPUs of node `index` if the pod's whole-GPU requests can select GPUs there, else 0
+        (a fractional-GPU node's GPUs are no room for a job asking for whole ones)."""
+        return self.untouched(index) if self.selectable(info, index) else 0
+
+    def selectable(self, info: PodInfo, index: int) -> bool:
+        """Whether the pod asks for whole GPUs and its requests can select GPUs on node `index`."""
+        need, nodes = self._whole_requests(info)
+        return bool(need) and (nodes is None or index in nodes)
+
+    def _whole_requests(self, info: PodInfo) -> tuple[int, frozenset[int] | None]:
+        """(whole GPUs asked for, nodes where those requests select GPUs; None: any node)."""
+        state = self.state
+        need = int(info.requests.get(PLUGIN_GPU_RESOURCE, 0))
+        nodes: frozenset[int] | None = None if need else frozenset()
+        for claim in state.pod_claims(info):
+            if claim.status.allocation is not None:
+                continue
+            for request in claim.spec.devices.requests:
+                exact = request.exactly
+                if (
+                    exact is None
+                    or exact.allocation_mode not in ("", "ExactCount")
+                    or exact.capacity is not None
+                ):
+                    continue
+                selectors = tuple(s.cel.expression for s in exact.selectors if s.cel is not None)
+                whole, where = self._selects_whole_gpus(exact.device_class_name, selectors)
+                if whole:
+                    need += max(exact.count or 1, 1)
+                    nodes = None if nodes is None else nodes | where
+        return need, nodes
+
+    def _selects_whole_gpus(self, class_name: str, selectors: tuple[str, ...]) -> tuple[bool, frozenset[int]]:
+        key = (class_name, selectors)
+        found = self._whole.get(key)
+        if found is None:
+            found = self._whole[key] = self._scan(class_name, selectors)
+        return found
+
+    def _scan(self, class_name: str, selectors: tuple[str, ...]) -> tuple[bool, frozenset[int]]:
+        state = self.state
+        device_class = state.classes.get(class_name)
+        if device_class is None or any(s.cel is None for s in device_class.spec.selectors):
+            return False, frozenset()
+        if self._allocator is None:
+            self._allocator = Allocator(state.classes, state.slices, features=state.features)
+        allocator = self._allocator
+        class_selectors = tuple(s.cel.expression for s in device_class.spec.selectors if s.cel is not None)
+        nodes: set[int] = set()
+        for node in state.nodes.infos:
+            found = candidates(allocator.pools(node.node), allocator.selectors, class_selectors, selectors)
+            if found.errors:
+                return False, frozenset()
+            for device in found.devices:
+                if device.shared or not is_gpu(device):
+                    return False, frozenset()
+                nodes.add(node.index)
+        return bool(nodes), frozenset(nodes)
+
+    def free_of(self, nodes: IntArray) -> FloatArray:
+        return np.array([self.free(int(i)) for i in nodes], dtype=np.float64)
+
+    def _plugin(self, index: int) -> tuple[int, int]:
+        table = self.state.nodes
+        allocatable = table.allocatable.get(PLUGIN_GPU_RESOURCE)
+        if allocatable is None:
+            return (0, 0)
+        requested = table.requested.get(PLUGIN_GPU_RESOURCE)
+        used = int(requested[index]) if requested is not None else 0
+        return (int(allocatable[index]), used)
+
+    def _measure(self, node: _Node) -> None:
+        allocated = self.state.allocated
+        free = 0.0
+        untouched = 0
+        for device_id in node.whole:
+            if not allocated.in_use(device_id):
+                free += 1.0
+                untouched += 1
+        for device_id, capacity in node.shared:
+            consumed = allocated.capacity.get(device_id, {})
+            taken = max(
+                (min(consumed.get(name, 0) / total, 1.0) for name, total in capacity.items() if total > 0),
+                default=0.0,
+            )
+            if not allocated.in_use(device_id):
+                taken, untouched = 0.0, untouched + 1
+            free += 1.0 - taken
+        for counter_set in node.partitioned:
+            available, _ = counter_set.counters.available(allocated)
+            totals = counter_set.counters.layout.totals
+            taken = max(
+                ((totals[p] - available[p]) / totals[p] for p in counter_set.positions if totals[p] > 0),
+                default=0.0,
+            )
+            taken = min(max(taken, 0.0), 1.0)
+            untouched += taken <= 0.0
+            free += 1.0 - taken
+        node.free = free
+        node.untouched = untouched

@@ -1,0 +1,64 @@
+"""Consolidation: a pod that fits nowhere is placed by moving the fewest one-pod units elsewhere."""
+
+from __future__ import annotations
+
+from allot.cluster.state import ClusterState
+from allot.engine.decisions import Bound, CycleResult, Evicted
+from allot.engine.engine import Engine, EnginePolicy
+from allot.engine.policy import ConsolidationConfig
+from allot.model.core import Pod
+from builders import node, pod
+
+GPU = "nvidia.com/gpu"
+
+
+def gpu_pod(name: str, gpus: int, *, on: str = "", priority: int = 0) -> Pod:
+    return pod(name, extended={GPU: str(gpus)}, node_name=on, priority=priority)
+
+
+def engine(pods: list[Pod], *, max_moves: int = 8) -> Engine:
+    state = ClusterState(nodes=[node(f"n{i}", extended={GPU: "4"}) for i in (1, 2, 3)], pods=pods)
+    policy = EnginePolicy(
+        queues=False, preemption=False, consolidation=ConsolidationConfig(max_moves=max_moves)
+    )
+    return Engine(state, policy=policy)
+
+
+def moves(result: CycleResult) -> list[tuple[str, str]]:
+    return [(d.pod, d.reason) for d in result.decisions if isinstance(d, Evicted)]
+
+
+def bound(result: CycleResult) -> dict[str, str]:
+    return {d.pod: d.node for d in result.decisions if isinstance(d, Bound)}
+
+
+def test_the_fewest_pods_move_and_each_runs_again_elsewhere() -> None:
+    # n1 holds two one-GPU pods, n2 one, n3 three: four GPUs are free, but on no node together.
+    running = [gpu_pod("a", 1, on="n1"), gpu_pod("b", 1, on="n1"), gpu_pod("c", 1, on="n2")]
+    running += [gpu_pod(name, 1, on="n3") for name in ("d", "e", "f")]
+    result = engine([*running, gpu_pod("big", 4)]).cycle()
+    # Emptying n2 takes one move, n1 two: c moves, to a node with room, and big takes n2.
+    assert moves(result) == [("default/c", "moved to node n1 to make room for default/big (consolidation)")]
+    assert bound(result) == {"default/c": "n1", "default/big": "n2"}
+
+
+def test_nothing_moves_when_the_pods_could_not_run_elsewhere() -> None:
+    # The only candidate, c, has nowhere to go: moving it would stop it, so nothing moves.
+    running = [gpu_pod(f"x{i}", 1, on="n1") for i in range(4)] + [gpu_pod("c", 1, on="n2")]
+    running += [gpu_pod(f"y{i}", 1, on="n3") for i in range(4)]
+    e = engine([*running, gpu_pod("big", 4)])
+    result = e.cycle()
+    assert moves(result) == [] and bound(result) == {}
+    assert e.state.pods["default/c"].node == e.state.nodes.index["n2"]
+
+
+def test_higher_priority_pods_stay_and_the_move_budget_holds() -> None:
+    running = [gpu_pod("a", 1, on="n1"), gpu_pod("b", 1, on="n1"), gpu_pod("c", 1, on="n2", priority=10)]
+    running += [gpu_pod(name, 1, on="n3") for name in ("d", "e", "f")]
+    # c outranks big: emptying n1 (two moves, to n2) is the way.
+    result = engine([*running, gpu_pod("big", 4)]).cycle()
+    assert sorted(pod for pod, _ in moves(result)) == ["default/a", "default/b"]
+    assert bound(result)["default/big"] == "n1"
+    # With one move allowed per cycle, that is too many: big waits.
+    result = engine([*running, gpu_pod("big", 4)], max_moves=1).cycle()
+    assert moves(result) == [] and "default/big" not in bound(result)

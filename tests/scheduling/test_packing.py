@@ -1,0 +1,86 @@
+"""GpuPacking: small GPU pods fill partly used nodes first, so a whole node stays whole."""
+
+from __future__ import annotations
+
+import pytest
+
+from allot.cluster.state import ClusterState
+from allot.model.core import Pod
+from allot.scheduling.packing.occupancy import GpuOccupancy
+from allot.scheduling.plugins.gpu_packing import GpuPacking
+from allot.scheduling.profile import Profile, allot_profile
+from allot.scheduling.scheduler import Placement, Scheduler
+from builders import claim_spec, claim_template, device_class, gpu_slice, node, pod
+
+ONE = claim_template("one", claim_spec(("gpu", "gpu.example.com", 1)))
+FOUR = claim_template("four", claim_spec(("gpu", "gpu.example.com", 4)))
+
+
+def cluster(pods: list[Pod]) -> ClusterState:
+    return ClusterState(
+        nodes=[node("n1", cpu="64"), node("n2", cpu="64")],
+        slices=[gpu_slice("n1", 4), gpu_slice("n2", 4)],
+        classes=[device_class()],
+        templates=[ONE, FOUR],
+        pods=pods,
+    )
+
+
+def place_all(profile: Profile) -> tuple[dict[str, str | None], GpuOccupancy]:
+    small = [pod(f"small-{i}", claims={"gpu": "one"}) for i in range(4)]
+    state = cluster([*small, pod("big", claims={"gpu": "four"})])
+    scheduler = Scheduler(state, {profile.scheduler_name: profile})
+    placed: dict[str, str | None] = {}
+    for name in [*(p.metadata.name for p in small), "big"]:
+        outcome = scheduler.schedule(f"default/{name}")
+        placed[name] = outcome.node if isinstance(outcome, Placement) else None
+    return placed, GpuOccupancy(state)
+
+
+def test_packing_leaves_a_whole_node_where_spreading_does_not() -> None:
+    spread, _ = place_all(Profile())
+    packed, occupancy = place_all(allot_profile())
+    # kube-scheduler's default profile spreads the one-GPU pods: no node has four GPUs left.
+    assert sorted(n for k, n in spread.items() if k != "big") == ["n1", "n1", "n2", "n2"]
+    assert spread["big"] is None
+    # GpuPacking piles them on one node: the four-GPU pod gets the other one whole.
+    assert len({n for k, n in packed.items() if k != "big"}) == 1
+    assert packed["big"] is not None and packed["big"] != packed["small-0"]
+    assert [occupancy.untouched(i) for i in range(2)] == [0, 0]
+
+
+def test_occupancy_counts_free_and_untouched_gpus_per_node() -> None:
+    state = cluster([pod("a", claims={"gpu": "one"}), pod("b", claims={"gpu": "four"})])
+    scheduler = Scheduler(state, {"default-scheduler": allot_profile()})
+    occupancy = GpuOccupancy(state)
+    assert [occupancy.free(i) for i in range(2)] == [4.0, 4.0]
+    assert occupancy.whole_need(state.pods["default/b"]) == 4
+    assert isinstance(scheduler.schedule("default/a"), Placement)
+    assert sorted(occupancy.free(i) for i in range(2)) == [3.0, 4.0]  # recomputed after the allocation
+    with state.journal.transaction():
+        assert isinstance(scheduler.schedule("default/b"), Placement)
+        assert sorted(occupancy.untouched(i) for i in range(2)) == [0, 3]
+    assert sorted(occupancy.untouched(i) for i in range(2)) == [3, 4]  # rolled back with the state
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"resources": [{"name": "gpu", "weight": -1}]}, "weight of gpu"),
+        ({"resources": [{"name": "disk", "weight": 1}]}, "unknown resource 'disk'"),
+        ({"resources": "gpu"}, "expected a list"),
+        (
+            {
+                "resources": [
+                    {"name": "gpu", "weight": 0},
+                    {"name": "cpu", "weight": 0},
+                    {"name": "memory", "weight": 0},
+                ]
+            },
+            "positive",
+        ),
+    ],
+)
+def test_bad_arguments_are_refused(args: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        GpuPacking.from_args(args)

@@ -172,7 +172,7 @@ def configure_logging(fmt: str, level: str) -> None:
 @click.option(
     "--max-bindings-in-flight",
     type=click.IntRange(min=1, max=10_000),
-    default=16,  # allot.live.binder.DEFAULT_PARALLELISM (not imported: the live extra is optional)
+    default=32,  # allot.live.binder.DEFAULT_PARALLELISM (not imported: the live extra is optional)
     show_default=True,
     help="Bindings that write to the API server at once; the others wait their turn in decision order.",
 )

@@ -51,7 +51,7 @@ log = logging.getLogger("allot.live.binder")
 
 VICTIM_POLL_SECONDS = 0.1
 # Bindings writing at once, by default.
-DEFAULT_PARALLELISM = 16
+DEFAULT_PARALLELISM = 32
 CONFLICT_RETRIES = 3
 
 

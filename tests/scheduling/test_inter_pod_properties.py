@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from allot.cluster.invariants import check
 from allot.cluster.pod_index import Matcher, TermKind
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.model.base import LabelSelector, ObjectMeta
 from allot.model.core import (
     Affinity,

@@ -28,7 +28,8 @@ from fractions import Fraction
 
 from allot.cluster.claims import pod_uid
 from allot.cluster.pod_index import TermKind, pod_terms
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.dra import AllocatedState, DeviceId
 from allot.dra.errors import AllocationError
 from allot.dra.nodes import selector_matches

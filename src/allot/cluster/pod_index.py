@@ -26,7 +26,7 @@ import enum
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 import numpy as np
@@ -37,7 +37,24 @@ from allot.model.base import LabelSelector
 from allot.model.core import ContainerPort, Pod, PodAffinity, PodAffinityTerm
 
 if TYPE_CHECKING:
-    from allot.cluster.state import ClusterState, PodInfo
+    from allot.cluster.nodes import NodeTable
+    from allot.cluster.pod_info import PodInfo
+
+
+class PodSource(Protocol):
+    """What the index reads of the cluster state: its pods, its node table, its bound pods, and
+    the listeners it calls on every bind and unbind."""
+
+    pod_listeners: list[Callable[[PodInfo, int], None]]
+
+    @property
+    def pods(self) -> Mapping[str, PodInfo]: ...
+
+    @property
+    def nodes(self) -> NodeTable: ...
+
+    def bound(self) -> Iterable[PodInfo]: ...
+
 
 IntArray = npt.NDArray[np.int64]
 
@@ -292,7 +309,7 @@ class _Anchored:
 class PodIndex:
     """See the module docstring. Built by ClusterState; plugins only read it."""
 
-    def __init__(self, state: ClusterState, namespace_labels: Callable[[str], Mapping[str, str]]) -> None:
+    def __init__(self, state: PodSource, namespace_labels: Callable[[str], Mapping[str, str]]) -> None:
         self._state = state
         self.namespace_labels = namespace_labels
         self._table: object = None

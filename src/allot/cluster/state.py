@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from msgspec.structs import replace
 
@@ -28,7 +27,8 @@ from allot.cluster.events import ClusterEvent, ClusterEventKind
 from allot.cluster.journal import Journal
 from allot.cluster.nodes import NodeTable
 from allot.cluster.pod_index import PodIndex
-from allot.cluster.resources import PODS, Amounts, nonzero_cpu_memory, pod_requests
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.resources import PODS, nonzero_cpu_memory, pod_requests
 from allot.cluster.volumes import VolumeState
 from allot.dra import AllocatedState, Features, SliceIndex
 from allot.model.core import Namespace, Node, Pod
@@ -62,31 +62,6 @@ PodMutator = Callable[["ClusterState", Pod], tuple[Pod, Sequence[ResourceClaim]]
 
 class StateError(ValueError):
     """A decision that contradicts the state (a bug in the caller, not an expected outcome)."""
-
-
-@dataclass(slots=True)
-class PodInfo:
-    """A pod and what the scheduler derived from it once."""
-
-    key: str
-    pod: Pod
-    requests: Amounts
-    nonzero: tuple[int, int]
-    priority: int
-    # (pod entry name, claim key) for each spec.resourceClaims entry, in spec order.
-    claims: tuple[tuple[str, str], ...]
-    node: int | None = None
-    # Insertion order, the last tie-break for pods of equal priority and timestamp.
-    sequence: int = 0
-    # When the pod was last bound, as an increasing counter (for "most recently started" orderings).
-    started: int = 0
-    # Requested resources that claims serve on its node (extended resources through DRA): not node usage.
-    served_by_claims: frozenset[str] = frozenset()
-    missing: list[str] = field(default_factory=list)
-
-    @property
-    def bound(self) -> bool:
-        return self.node is not None
 
 
 def resolve_priority(pod: Pod, classes: Mapping[str, PriorityClass]) -> int:

@@ -20,7 +20,8 @@ profile) is an estimate. Results are cached per request shape for the life of th
 from __future__ import annotations
 
 from allot.cel import CelCompileError, CelRuntimeError, SelectorEnvironment, default_environment
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.dashboard.devices import DeviceCatalog
 from allot.dra.devices import DeviceInfo
 from allot.model.quantity import Quantity

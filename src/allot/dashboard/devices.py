@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.dashboard.model import OTHER, PARTITION, PLUGIN, SHARED, WHOLE, DeviceRecord, GpuRecord, Holder
 from allot.dra.tolerations import BLOCKING_EFFECTS
 from allot.model.core import Taint

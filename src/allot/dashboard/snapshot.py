@@ -20,8 +20,9 @@ from collections.abc import Callable, Mapping, Sequence
 from msgspec.structs import replace
 
 from allot.admission.state import AdmissionState
+from allot.cluster.pod_info import PodInfo
 from allot.cluster.resources import CPU, MEMORY
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.state import ClusterState
 from allot.dashboard.apps import group_of, local_queue_of
 from allot.dashboard.decisions import DecisionLog
 from allot.dashboard.demand import DemandEstimator

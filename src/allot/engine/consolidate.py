@@ -38,7 +38,8 @@ from allot.admission.flavors import Assignment
 from allot.admission.state import AdmissionState
 from allot.admission.workload import Workload
 from allot.cluster.events import ClusterEvent, ClusterEventKind
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.engine.decisions import Bound, Decision, Evicted
 from allot.engine.policy import EnginePolicy
 from allot.engine.queueing import OrderKey, SchedulingQueue

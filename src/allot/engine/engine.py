@@ -38,7 +38,8 @@ from allot.admission.standing import queue_position, workload_pods
 from allot.admission.state import AdmissionState
 from allot.admission.workload import Workload
 from allot.cluster.events import ClusterEvent, ClusterEventKind
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.engine.consolidate import Consolidating
 from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
 from allot.engine.pod_path import PodPath

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from allot.cluster.claims import pod_uid
 from allot.cluster.events import ALL_KINDS, ClusterEvent, ClusterEventKind
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.engine.decisions import Bound, Deallocated, Decision, Evicted, Waiting
 from allot.engine.policy import EnginePolicy
 from allot.engine.queueing import ClassKey, OrderKey, SchedulingQueue, WaitingClass

@@ -37,7 +37,8 @@ import numpy as np
 
 from allot.admission.flavors import Mode
 from allot.cluster.events import ClusterEvent, ClusterEventKind
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.engine.decisions import Bound, Decision
 from allot.engine.policy import EnginePolicy
 from allot.engine.waiting import WaitingUnit, WaitingWork

@@ -20,7 +20,8 @@ from allot.admission.cycle import PENDING
 from allot.admission.flavors import Assignment, Mode
 from allot.admission.state import AdmissionState
 from allot.admission.workload import Workload
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.engine.queueing import OrderKey
 from allot.scheduling.gang import gang_key, gangs
 from allot.scheduling.scheduler import Scheduler

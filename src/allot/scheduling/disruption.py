@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
+from allot.cluster.pod_info import PodInfo
 from allot.cluster.selectors import label_selector_matches
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.state import ClusterState
 from allot.model.scheduling import PodDisruptionBudget
 
 

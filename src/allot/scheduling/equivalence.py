@@ -21,7 +21,8 @@ from typing import Protocol, runtime_checkable
 import msgspec
 from msgspec.structs import replace
 
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.model.core import Container, Pod, PodSpec
 from allot.model.quantity import Quantity
 from allot.model.resource import ResourceClaim

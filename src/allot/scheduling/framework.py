@@ -34,7 +34,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.model.resource import AllocationResult, ResourceClaim
 from allot.scheduling.status import Code, Status
 

@@ -20,7 +20,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.model.kueue import POD_GROUP_NAME_LABEL, POD_GROUP_TOTAL_COUNT_ANNOTATION
 from allot.scheduling.scheduler import Outcome, Placement, Unschedulable
 

@@ -40,7 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.model.resource import AllocationResult
 from allot.model.timestamps import parse_timestamp
 from allot.scheduling.disruption import allowances, matches

@@ -36,7 +36,8 @@ from itertools import combinations
 
 import numpy as np
 
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.scheduling.framework import BoolArray
 from allot.scheduling.node_statuses import NodeStatuses
 from allot.scheduling.packing.occupancy import PLUGIN_GPU_RESOURCE, GpuOccupancy

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.dra import Allocator, DeviceId
 from allot.dra.counters import PoolCounters
 from allot.dra.pools import NodeDevice

@@ -29,7 +29,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from allot.cluster.events import NODE_EVENTS, ClusterEventKind
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.dra import Allocator, DeviceId
 from allot.scheduling.framework import BoolArray, Cycle, Rejection
 from allot.scheduling.sharing.demand import DemandReader

@@ -40,7 +40,8 @@ import numpy as np
 
 from allot.cluster.events import NODE_EVENTS, POD_EVENTS
 from allot.cluster.pod_index import Condition, Matcher, TermKind, selector_label_keys
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.model.core import PodAffinity, PodAffinityTerm
 from allot.scheduling.framework import BoolArray, Cycle, FloatArray, IntArray, Rejection
 from allot.scheduling.pod_topology import condition_matches, domain_sums, incoming_condition, per_node

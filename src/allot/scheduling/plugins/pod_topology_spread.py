@@ -37,8 +37,9 @@ import numpy as np
 
 from allot.cluster.events import NODE_EVENTS, POD_EVENTS, ClusterEventKind
 from allot.cluster.pod_index import Matcher, selector_label_keys
+from allot.cluster.pod_info import PodInfo
 from allot.cluster.selectors import label_selector_matches
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.state import ClusterState
 from allot.model.base import LabelSelector
 from allot.model.codec import decode
 from allot.model.core import Pod, TopologySpreadConstraint

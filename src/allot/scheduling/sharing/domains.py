@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 
 NAMESPACE = "namespace"
 LABEL = "label"

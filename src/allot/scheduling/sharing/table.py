@@ -33,7 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from allot.cluster.nodes import AMOUNT_CAP, saturate
-from allot.cluster.state import ClusterState, PodInfo
+from allot.cluster.pod_info import PodInfo
+from allot.cluster.state import ClusterState
 from allot.dra import Allocator, DeviceId
 from allot.dra.capacity import CapacityKey, DeviceCapacities, consumed_amounts, fits
 from allot.dra.pools import NodeDevice

@@ -85,6 +85,21 @@ def test_reasons_group_without_names_and_counts() -> None:
         "pod ns/y-7: 0/30 nodes are available: 14 Insufficient cpu, 16 node(s) had untolerated taint"
     )
     assert a == b == "no node fits: Insufficient cpu, node(s) had untolerated taint"
+    # The same reasons in another order (kube-scheduler lists the most frequent first) are one reason.
+    c = normalise_reason(
+        "0/12 nodes are available: 9 node(s) had untolerated taint, 3 Insufficient cpu. "
+        "preemption: 0/12 nodes are available: 9 Preemption is not helpful for scheduling, "
+        "3 No preemption victims found for incoming pod."
+    )
+    d = normalise_reason(
+        "0/12 nodes are available: 7 Insufficient cpu, 5 node(s) had untolerated taint. "
+        "preemption: 0/12 nodes are available: 7 No preemption victims found for incoming pod, "
+        "5 Preemption is not helpful for scheduling."
+    )
+    assert c == d == (
+        "no node fits: Insufficient cpu, node(s) had untolerated taint. preemption: no node fits: "
+        "No preemption victims found for incoming pod, Preemption is not helpful for scheduling."
+    )
     assert normalise_reason("Preempted to accommodate a workload (ns/w-3) due to reclamation") == (
         "Preempted to accommodate a workload due to reclamation"
     )

@@ -41,6 +41,9 @@ _OBJECT = re.compile(r"\s*\([^()\s]+/[^()\s]+\)")
 _GANG_PREFIX = re.compile(r"^pod group \S+: \d+/\d+ pods fit; \S+: ")
 _NODES = re.compile(r"\b\d+/\d+ nodes are available: ")
 _COUNT = re.compile(r"\b\d+ (?=[A-Za-z(])")
+# The per-node reasons after "no node fits:", up to the sentence's end: kube-scheduler orders them
+# by how many nodes gave each, so the same reasons come in another order as the counts change.
+_NODE_REASONS = re.compile(r"(no node fits: )([^.]*)")
 _NUMBER = re.compile(r"\b\d+(\.\d+)?\b")
 _EPS = 1e-9
 
@@ -52,6 +55,7 @@ def normalise_reason(reason: str) -> str:
     text = _OBJECT.sub("", text)
     text = _NODES.sub("no node fits: ", text)
     text = _COUNT.sub("", text)
+    text = _NODE_REASONS.sub(lambda m: m.group(1) + ", ".join(sorted(m.group(2).split(", "))), text)
     return _NUMBER.sub("N", text)
 
 

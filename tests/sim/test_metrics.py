@@ -96,9 +96,13 @@ def test_reasons_group_without_names_and_counts() -> None:
         "preemption: 0/12 nodes are available: 7 No preemption victims found for incoming pod, "
         "5 Preemption is not helpful for scheduling."
     )
-    assert c == d == (
-        "no node fits: Insufficient cpu, node(s) had untolerated taint. preemption: no node fits: "
-        "No preemption victims found for incoming pod, Preemption is not helpful for scheduling."
+    assert (
+        c
+        == d
+        == (
+            "no node fits: Insufficient cpu, node(s) had untolerated taint. preemption: no node fits: "
+            "No preemption victims found for incoming pod, Preemption is not helpful for scheduling."
+        )
     )
     assert normalise_reason("Preempted to accommodate a workload (ns/w-3) due to reclamation") == (
         "Preempted to accommodate a workload due to reclamation"

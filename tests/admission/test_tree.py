@@ -9,7 +9,13 @@ from __future__ import annotations
 import pytest
 
 from allot.admission import Mode
-from allot.admission.tree import available, local_quota, lowest_subtree_that_fits, potential_available
+from allot.admission.tree import (
+    available,
+    drop_at,
+    local_quota,
+    lowest_subtree_that_fits,
+    potential_available,
+)
 
 from .builders import CQ, CohortB, admit_all, make_state, workload
 
@@ -119,6 +125,26 @@ def test_hierarchical_usage_bubbles_past_local_parts() -> None:
     assert available(z, FR) == 5000
     # x can still get: mid local 0 left + min(root available 5, ...) = 5
     assert available(state.tree.cqs["x"], FR) == 5000
+
+
+def test_drop_at_tells_each_level_what_removing_usage_would_free() -> None:
+    """Preemption's what-if: the usage a node would give up, worked out without removing it."""
+    state = hierarchy()
+    fill(state, "x", 9)  # x 9, mid 9 (local part 6), root 3
+    x, mid, root = state.tree.cqs["x"], state.tree.cohorts["mid"], state.tree.cohorts["root"]
+    two = {FR: 2000}
+    # Removing 2 from x frees 2 in x and mid, and 2 of the 3 mid stored in root.
+    assert drop_at(x, two, x) == {FR: 2000}
+    assert drop_at(x, two, mid) == {FR: 2000}
+    assert drop_at(x, two, root) == {FR: 2000}
+    # Removing 5: mid had only 3 past its local part in root, so root frees 3.
+    assert drop_at(x, {FR: 5000}, root) == {FR: 3000}
+    before = {id(n): dict(n.usage) for n in (x, mid, root)}
+    with state.tree.journal.transaction():
+        state.tree.remove_usage(x, {FR: 5000})
+        actual = {id(n): before[id(n)].get(FR, 0) - n.usage.get(FR, 0) for n in (x, mid, root)}
+    assert actual == {id(n): drop_at(x, {FR: 5000}, n).get(FR, 0) for n in (x, mid, root)}
+    assert {id(n): dict(n.usage) for n in (x, mid, root)} == before
 
 
 def test_cohort_borrowing_limit_caps_subtree() -> None:

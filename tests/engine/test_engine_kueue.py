@@ -8,6 +8,8 @@ from allot.cluster.state import ClusterState
 from allot.engine.engine import Engine
 from allot.model.loader import load_text
 
+from .counting import tried_pods
+
 QUEUES = """
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
@@ -112,3 +114,47 @@ def test_a_workload_larger_than_its_quota_is_told_why_it_waits() -> None:
     reasons = {w.pod: w.reason for w in result.waiting}
     assert set(reasons) == {"default/huge", "default/huge-too"}
     assert all("nvidia.com/gpu" in r and "quota" in r for r in reasons.values()), reasons
+
+
+def _preemptor_that_cannot_be_placed(*, short_cut: bool) -> tuple[Engine, list[str]]:
+    """Two 4-GPU nodes full of low-priority work, and an 8-GPU pod that may preempt it all: its quota
+    fits once both are gone, no node can take it. Then a third, small node changes twice."""
+
+    engine = engine_for(
+        node_yaml("n1", 4),
+        node_yaml("n2", 4),
+        node_yaml("n3", 2),
+        pod_yaml("low1", 4, 1),
+        pod_yaml("low2", 4, 1),
+    )
+    if not short_cut:
+        engine._futile = None
+    assert len(engine.cycle(0.0).bound) == 2
+    (high,) = load_text(pod_yaml("high", 8, priority=10)).objects
+    engine.state.add_pod(high)  # type: ignore[arg-type]
+    first = engine.cycle(1.0)
+    assert not first.bound and not first.evicted
+    tried = tried_pods(engine)
+    engine.state.set_node_ready("n3", False)
+    engine.cycle(2.0)
+    engine.state.set_node_ready("n3", True)
+    later = engine.cycle(3.0)
+    assert not later.bound and not later.evicted
+    assert [w.pod for w in later.waiting] == ["default/high"]
+    return engine, tried
+
+
+def test_a_preemption_that_freed_no_room_is_not_tried_again_until_a_node_could_help() -> None:
+    # Without the short cut the engine evicts both victims again at each node change and fails alike.
+    _, retried = _preemptor_that_cannot_be_placed(short_cut=False)
+    assert "default/high" in retried
+    engine, tried = _preemptor_that_cannot_be_placed(short_cut=True)
+    assert tried == []
+    assert check(engine.state) == []
+    # n2 grows to 8 GPUs: with its victim gone the pod fits there, so it is tried and placed.
+    nodes = load_text("\n---\n".join([node_yaml("n1", 4), node_yaml("n2", 8), node_yaml("n3", 2)])).objects
+    engine.state.replace_nodes(nodes)  # type: ignore[arg-type]
+    placed = engine.cycle(4.0)
+    assert [(b.pod, b.node) for b in placed.bound] == [("default/high", "n2")]
+    assert sorted(e.pod for e in placed.evicted) == ["default/low1", "default/low2"]
+    assert check(engine.state) == []

@@ -51,7 +51,7 @@ from allot.admission.targets import (
     satisfies_policy,
     workload_fits,
 )
-from allot.admission.tree import Node, borrowing_with
+from allot.admission.tree import Node, borrowing_with, drop_at
 from allot.model.kueue_config import LESS_THAN_INITIAL_SHARE
 
 Strategy = Callable[[DRS, DRS, DRS], bool]
@@ -186,9 +186,10 @@ class _TargetOrdering:
         return share(mine), share(theirs)
 
     def target_share_without(self, target: Node, workload: Admitted) -> DRS:
-        with self.world.tree.journal.transaction():
-            self.world.remove(workload)
-            return self.world.shares.share(self._almost_lcas(target)[1])
+        # Worked out rather than removed and rolled back: no journal, and the share cache stays.
+        side = self._almost_lcas(target)[1]
+        drop = drop_at(self.world.node(workload.cluster_queue), workload.usage, side)
+        return self.world.shares.share(side, {fr: -value for fr, value in drop.items()})
 
 
 def _within_nominal(world: World, preemptor: Preemptor) -> bool:

@@ -171,6 +171,27 @@ def bubbled(cq: Node, usage: Mapping[FlavorResource, int]) -> list[tuple[Node, d
     return levels
 
 
+def drop_at(cq: Node, usage: Mapping[FlavorResource, int], at: Node) -> dict[FlavorResource, int]:
+    """How much `at`'s usage would fall if `usage` were removed from `cq`, without removing it.
+
+    The same arithmetic as `QuotaTree.remove_usage`: each node gives up the delta, and passes up
+    no more than what it had stored in its parent. `at` is `cq` or one of its ancestors.
+    """
+    drop: dict[FlavorResource, int] = {}
+    for fr, value in usage.items():
+        node = cq
+        while value:
+            if node is at:
+                drop[fr] = value
+                break
+            stored_in_parent = node.usage.get(fr, 0) - local_quota(node, fr)
+            parent = node.parent
+            if stored_in_parent <= 0 or parent is None:
+                break
+            node, value = parent, min(value, stored_in_parent)
+    return drop
+
+
 def height(node: Node) -> int:
     """Distance to the furthest leaf; a cohort holding only ClusterQueues has height 1."""
     if node.is_cq:

@@ -28,7 +28,7 @@ does no I/O and reads no clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from msgspec.structs import replace
 
@@ -36,12 +36,14 @@ from allot.admission.events import Event, EventKind, ParkReason
 from allot.admission.flavors import Assignment, Mode
 from allot.admission.standing import queue_position, workload_pods
 from allot.admission.state import AdmissionState
+from allot.admission.targets import Target
 from allot.admission.workload import Workload
 from allot.cluster.events import ClusterEvent, ClusterEventKind
 from allot.cluster.pod_info import PodInfo
 from allot.cluster.state import ClusterState
 from allot.engine.consolidate import Consolidating
 from allot.engine.decisions import Admitted, Bound, CycleResult, Decision, Evicted, Waiting
+from allot.engine.futile import FutilePreemptions
 from allot.engine.pod_path import PodPath
 from allot.engine.policy import EnginePolicy
 from allot.engine.queueing import OrderKey, QueueingConfig, SchedulingQueue
@@ -137,6 +139,10 @@ class Engine(PodPath, Consolidating, Reserving):
         self._told: dict[str, tuple[str, Workload]] = {}
         # Queued (Kueue) pods that arrived since the last cycle, in arrival order.
         self._arrived_queued: list[str] = []
+        # Preempting placements that failed, skipped while they would fail alike (with hints only).
+        self._futile = (
+            FutilePreemptions() if self.admission is not None and self.policy.queueing.hints else None
+        )
         # Kueue workloads that fit quota but not the nodes, and the hints that wake them.
         self._placement_waits = (
             PlacementWaits(
@@ -317,6 +323,8 @@ class Engine(PodPath, Consolidating, Reserving):
         self._queue.observe(events, self._hint, position, now)
         if self._placement_waits is not None:
             self._placement_waits.observe(events)
+        if self._futile is not None:
+            self._futile.observe(events)
 
     def _evict_pod(self, pod_key: str, reason: str, preemptor: str, now: float) -> list[Evicted]:
         """Unbind a victim; a pod of an admitted workload takes its whole workload with it."""
@@ -329,18 +337,32 @@ class Engine(PodPath, Consolidating, Reserving):
     # -- Kueue path -----------------------------------------------------------------------
 
     def _evict_workload(self, workload_key: str, reason: str, preemptor: str, now: float) -> list[Evicted]:
-        assert self.admission is not None
+        evicted = self._take_off_nodes(workload_key, reason, preemptor)
+        self._release_workload(workload_key, reason, now)
+        return evicted
+
+    def _pods_of_workload(self, workload_key: str) -> list[str]:
+        return sorted(p for p, w in self._workload_of_pod.items() if w == workload_key)
+
+    def _take_off_nodes(self, workload_key: str, reason: str, preemptor: str) -> list[Evicted]:
+        """Unbind an admitted workload's pods (the nodes' side of an eviction; quota is untouched)."""
         evicted: list[Evicted] = []
-        for pod_key in sorted(p for p, w in self._workload_of_pod.items() if w == workload_key):
+        for pod_key in self._pods_of_workload(workload_key):
             if self.state.pods.get(pod_key) is not None and self.state.pods[pod_key].bound:
                 self.state.unbind(pod_key)
                 evicted.append(Evicted(pod_key, reason, preemptor))
+        return evicted
+
+    def _release_workload(self, workload_key: str, reason: str, now: float) -> None:
+        """The admission side of an eviction: its pods back to their spec before admission, its quota
+        released and the workload pending again."""
+        assert self.admission is not None
+        for pod_key in self._pods_of_workload(workload_key):
             original = self._original.get(pod_key)
             if original is not None and pod_key in self.state.pods:
                 self.state.replace_pod(pod_key, original)  # type: ignore[arg-type]
             self._forget_pod(pod_key)
         self.admission.evict(workload_key, reason, now)
-        return evicted
 
     def _forget_pod(self, pod_key: str) -> None:
         """Drop a pod's workload membership, journaled so a rolled-back preemption restores it."""
@@ -381,6 +403,7 @@ class Engine(PodPath, Consolidating, Reserving):
             failure = ""
             with journal.transaction() as tx:
                 evicted: list[Evicted] = []
+                targets: list[Target] | None = None
                 if assignment.mode == Mode.PREEMPT:
                     targets = admission.preemption_targets(workload, assignment)
                     if not targets:
@@ -388,11 +411,16 @@ class Engine(PodPath, Consolidating, Reserving):
                             f"quota: {assignment.message() or 'not enough quota'}; "
                             "no workload can be preempted to make room"
                         )
+                    elif (repeated := self._futile_repeat(workload, assignment, targets, probes)) is not None:
+                        failure = repeated
                     else:
+                        # The victims leave their nodes first; their quota is released only once
+                        # the preemptor is placed (placement does not read quota, and most
+                        # failed attempts then cost no requeue of the queues the release wakes).
                         for target in targets:
                             evicted.extend(
-                                self._evict_workload(
-                                    target.workload_key, target.message(workload.key), workload.key, now
+                                self._take_off_nodes(
+                                    target.workload_key, target.message(workload.key), workload.key
                                 )
                             )
                 placements: list[Placement] = []
@@ -403,6 +431,8 @@ class Engine(PodPath, Consolidating, Reserving):
                     else:
                         placements = placed
                 if not failure:
+                    for target in targets or ():
+                        self._release_workload(target.workload_key, target.message(workload.key), now)
                     admission.admit(workload, assignment, now)
                     tx.commit()
             if failure:
@@ -412,15 +442,55 @@ class Engine(PodPath, Consolidating, Reserving):
                 )
                 if not quota and waits is not None:
                     waits.park(workload.key, assignment, probes, failure)
+                if not quota and targets and self._futile is not None:
+                    self._futile.failed(workload, assignment, (t.workload_key for t in targets), failure)
                 self._tell_waiting(decisions, workload, failure)
                 self._observe(now, None)
                 continue
             decisions.extend(evicted)
+            if self._futile is not None:
+                self._futile.forget(workload.key)
             self._admitted(workload, candidate.cluster_queue, assignment, placements, decisions)
             if waits is not None:
                 waits.admitted(workload.key, group)
             self._observe(now, None)
         self._report_parked_in_cycle(decisions)
+        if self._futile is not None and len(self._futile) > 2 * len(admission.entries) + 64:
+            self._futile.keep_only(lambda key: key in admission.entries)
+
+    def _futile_repeat(
+        self, workload: Workload, assignment: Assignment, targets: list[Target], probes: tuple[str, ...]
+    ) -> str | None:
+        """The reason of the last failed placement with these victims, if it would fail alike now."""
+        if self._futile is None or any(self._hints.depends_on_other_nodes(p) for p in probes):
+            return None
+        return self._futile.repeat(
+            workload,
+            assignment,
+            [t.workload_key for t in targets],
+            probes,
+            self._fits_without,
+            self._nodes_of,
+        )
+
+    def _nodes_of(self, workload_keys: Iterable[str]) -> set[int]:
+        nodes: set[int] = set()
+        for key in workload_keys:
+            for pod_key in self._pods_of_workload(key):
+                info = self.state.pods.get(pod_key)
+                if info is not None and info.node is not None:
+                    nodes.add(info.node)
+        return nodes
+
+    def _fits_without(self, probes: Sequence[str], nodes: Sequence[int], victims: Sequence[str]) -> bool:
+        """Whether one of the pods fits one of the nodes once the victims' pods are off their nodes."""
+        with self.state.journal.transaction():
+            for victim in victims:
+                for pod_key in self._pods_of_workload(victim):
+                    info = self.state.pods.get(pod_key)
+                    if info is not None and info.bound:
+                        self.state.unbind(pod_key)
+            return any(self.scheduler.fits_on(p, n) for p in probes for n in nodes)
 
     def _report_parked_in_cycle(self, decisions: list[Decision]) -> None:
         """Waiting decisions for the workloads the admission cycle parked without offering them,

@@ -217,3 +217,44 @@ def test_a_pod_with_scheduling_gates_waits_until_they_are_removed() -> None:
     assert "SchedulingGated" in waiting.reason and "example.com/wait" in waiting.reason
     state.update_pod(replace(gated, spec=replace(gated.spec, scheduling_gates=())))
     assert [b.node for b in engine.cycle().bound] == ["n1"]
+
+
+def _gang_waiting_for_three_whole_nodes() -> tuple[ClusterState, Engine]:
+    """Three 8-GPU nodes, each held by one pod, and a gang of three 8-GPU members."""
+    gpus = {"nvidia.com/gpu": "8"}
+    labels = {"kueue.x-k8s.io/pod-group-name": "g"}
+    annotations = {"kueue.x-k8s.io/pod-group-total-count": "3"}
+    state = ClusterState(
+        nodes=[node(f"n{i}", extended=gpus) for i in range(3)],
+        pods=[
+            *(pod(f"busy{i}", extended=gpus, node_name=f"n{i}") for i in range(3)),
+            *(pod(f"w{i}", extended=gpus, labels=labels, annotations=annotations) for i in range(3)),
+        ],
+    )
+    engine = Engine(state, policy=EnginePolicy(queues=False, preemption=False))
+    assert not engine.cycle().bound
+    return state, engine
+
+
+def test_a_gang_is_not_bind_tested_while_freed_gpus_cannot_add_up_to_its_missing_members() -> None:
+    state, engine = _gang_waiting_for_three_whole_nodes()
+    bind_tests = calls(engine, "bind_on")
+    tried = tried_pods(engine)
+    for i in range(2):
+        state.remove_pod(f"default/busy{i}")
+        assert engine.cycle().decisions == ()
+    # Two whole nodes free for three members: untouched GPUs alone say it cannot fit yet.
+    assert bind_tests == [] and tried == []
+    state.remove_pod("default/busy2")
+    placed = engine.cycle()
+    assert sorted(d.node for d in placed.bound) == ["n0", "n1", "n2"]
+    assert bind_tests  # the room was counted exactly once it could add up
+
+
+def test_without_the_gpu_bound_the_same_gang_is_bind_tested_at_each_freed_node() -> None:
+    state, engine = _gang_waiting_for_three_whole_nodes()
+    engine._room_bound = lambda members, node, preempting, limit: limit  # type: ignore[method-assign]
+    bind_tests = calls(engine, "bind_on")
+    state.remove_pod("default/busy0")
+    engine.cycle()
+    assert bind_tests  # what the bound saves

@@ -32,6 +32,7 @@ from allot.scheduling.diagnosis import Diagnosis
 from allot.scheduling.framework import BoolArray
 from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gang_key, gangs, place_gang
 from allot.scheduling.hints import ANYWHERE, Hints
+from allot.scheduling.packing.occupancy import GpuOccupancy
 from allot.scheduling.plugins.resources_fit import dra_backed_resources
 from allot.scheduling.preemption import Preemptor, post_filter_message
 from allot.scheduling.scheduler import Outcome, Placement, Scheduler
@@ -86,6 +87,9 @@ class PodPath:
         raise NotImplementedError
 
     def _observe(self, now: float, position: OrderKey | None) -> None:
+        raise NotImplementedError
+
+    def _gpu_occupancy(self) -> GpuOccupancy:
         raise NotImplementedError
 
     def _evict_pod(self, pod_key: str, reason: str, preemptor: str, now: float) -> list[Evicted]:
@@ -203,12 +207,49 @@ class PodPath:
         assert waiting.missing is not None
         missing = waiting.missing
         members = sorted(self._groups.get(unit[len(GANG_UNIT) :], ()))
-        for node in sorted(waiting.changed):
-            waiting.room[node] = self._hints.members_fitting(
-                members, node, preempting=preempting, limit=missing
+        # Untouched GPUs bound the room from above at the cost of a count: when even the bounds do
+        # not add up to the members missing, no member is bound to find the exact room.
+        bounds = {n: self._room_bound(members, n, preempting, missing) for n in sorted(waiting.changed)}
+        unchanged = sum(room for node, room in waiting.room.items() if node not in bounds)
+        if unchanged + sum(bounds.values()) < missing:
+            waiting.room.update(bounds)
+            waiting.changed.clear()
+            return False
+        for node, bound in bounds.items():
+            waiting.room[node] = (
+                self._hints.members_fitting(members, node, preempting=preempting, limit=missing)
+                if bound
+                else 0
             )
         waiting.changed.clear()
         return sum(waiting.room.values()) >= missing
+
+    def _room_bound(self, members: list[str], node: int, preempting: bool, limit: int) -> int:
+        """At most how many of the pending members node `node` could host (at most `limit`): as many
+        as its untouched GPUs cover, the smallest whole-GPU needs first, once its pods of lower
+        priority than all of them are gone if they may preempt; `limit` if one asks no whole GPU."""
+        state = self.state
+        pending = [state.pods[k] for k in members if k in state.pods and not state.pods[k].bound]
+        if not pending or node >= state.nodes.size:
+            return 0
+        occupancy = self._gpu_occupancy()
+        needs = sorted(occupancy.whole_need(info) for info in pending)
+        if needs[0] == 0:
+            return limit
+        with state.journal.transaction():
+            if preempting:
+                lowest = min(info.priority for info in pending)
+                for other in state.pods_on(node):
+                    if other.priority < lowest:
+                        state.unbind(other.key)
+            free = max(occupancy.untouched_for(info, node) for info in pending)
+        count = 0
+        for need in needs:
+            if count >= limit or need > free:
+                break
+            free -= need
+            count += 1
+        return count
 
     def _probes(self, members: Iterable[str]) -> tuple[str, ...]:
         """One pending pod per distinct class among `members`: the pods a hint re-checks."""

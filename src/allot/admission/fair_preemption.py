@@ -228,7 +228,8 @@ def _first_strategy(
         judged: dict[tuple[tuple[FlavorResource, int], ...], bool] = {}
         while ordering.has(target):
             workload = ordering.pop(target)
-            shape = tuple(sorted(workload.usage.items()))
+            # Equal tuples mean equal usage (an unequal order only costs a second judgement).
+            shape = tuple(workload.usage.items())
             verdict = judged.get(shape)
             if verdict is None:
                 target_new = ordering.target_share_without(target, workload)

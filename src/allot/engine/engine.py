@@ -483,12 +483,15 @@ class Engine(PodPath, Consolidating, Reserving):
         return nodes
 
     def _fits_without(self, probes: Sequence[str], nodes: Sequence[int], victims: Sequence[str]) -> bool:
-        """Whether one of the pods fits one of the nodes once the victims' pods are off their nodes."""
+        """Whether one of the pods fits one of the nodes once the victims' pods are off their nodes
+        (only the pods on those nodes are taken off: a pod's fit on a node depends on that node alone
+        for the workloads this is asked about)."""
+        asked = set(nodes)
         with self.state.journal.transaction():
             for victim in victims:
                 for pod_key in self._pods_of_workload(victim):
                     info = self.state.pods.get(pod_key)
-                    if info is not None and info.bound:
+                    if info is not None and info.node in asked:
                         self.state.unbind(pod_key)
             return any(self.scheduler.fits_on(p, n) for p in probes for n in nodes)
 

@@ -209,7 +209,13 @@ class PodPath:
         members = sorted(self._groups.get(unit[len(GANG_UNIT) :], ()))
         # Untouched GPUs bound the room from above at the cost of a count: when even the bounds do
         # not add up to the members missing, no member is bound to find the exact room.
-        bounds = {n: self._room_bound(members, n, preempting, missing) for n in sorted(waiting.changed)}
+        state = self.state
+        pending = [state.pods[k] for k in members if k in state.pods and not state.pods[k].bound]
+        occupancy = self._gpu_occupancy()
+        requests = [occupancy.whole_requests(info) for info in pending]
+        bounds = {
+            n: self._room_bound(pending, requests, n, preempting, missing) for n in sorted(waiting.changed)
+        }
         unchanged = sum(room for node, room in waiting.room.items() if node not in bounds)
         if unchanged + sum(bounds.values()) < missing:
             waiting.room.update(bounds)
@@ -224,25 +230,38 @@ class PodPath:
         waiting.changed.clear()
         return sum(waiting.room.values()) >= missing
 
-    def _room_bound(self, members: list[str], node: int, preempting: bool, limit: int) -> int:
+    def _room_bound(
+        self,
+        pending: list[PodInfo],
+        requests: list[tuple[int, frozenset[int] | None]],
+        node: int,
+        preempting: bool,
+        limit: int,
+    ) -> int:
         """At most how many of the pending members node `node` could host (at most `limit`): as many
         as its untouched GPUs cover, the smallest whole-GPU needs first, once its pods of lower
-        priority than all of them are gone if they may preempt; `limit` if one asks no whole GPU."""
+        priority than all of them are gone if they may preempt; `limit` if one asks no whole GPU.
+        `requests` are the members' (whole GPUs asked for, nodes where they select GPUs)."""
         state = self.state
-        pending = [state.pods[k] for k in members if k in state.pods and not state.pods[k].bound]
         if not pending or node >= state.nodes.size:
             return 0
-        occupancy = self._gpu_occupancy()
-        needs = sorted(occupancy.whole_need(info) for info in pending)
+        needs = sorted(need for need, _ in requests)
         if needs[0] == 0:
             return limit
-        with state.journal.transaction():
-            if preempting:
-                lowest = min(info.priority for info in pending)
-                for other in state.pods_on(node):
-                    if other.priority < lowest:
-                        state.unbind(other.key)
-            free = max(occupancy.untouched_for(info, node) for info in pending)
+        if not any(nodes is None or node in nodes for _, nodes in requests):
+            return 0
+        occupancy = self._gpu_occupancy()
+        lowest = min(info.priority for info in pending)
+        victims = (
+            [other.key for other in state.pods_on(node) if other.priority < lowest] if preempting else []
+        )
+        if not victims:
+            free = occupancy.untouched(node)
+        else:
+            with state.journal.transaction():
+                for key in victims:
+                    state.unbind(key)
+                free = occupancy.untouched(node)
         count = 0
         for need in needs:
             if count >= limit or need > free:

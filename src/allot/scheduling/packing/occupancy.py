@@ -174,6 +174,11 @@ class GpuOccupancy:
         """Whole GPUs the pod asks for at least (see the module docstring)."""
         return self._whole_requests(info)[0]
 
+    def whole_requests(self, info: PodInfo) -> tuple[int, frozenset[int] | None]:
+        """(whole GPUs the pod asks for at least, the nodes where those requests select GPUs; None:
+        any node)."""
+        return self._whole_requests(info)
+
     def untouched_for(self, info: PodInfo, index: int) -> int:
         """Untouched GPUs of node `index` if the pod's whole-GPU requests can select GPUs there, else 0
         (a fractional-GPU node's GPUs are no room for a job asking for whole ones)."""

@@ -197,3 +197,24 @@ def test_equivalent_workloads_wait_as_one_and_follow_each_other_in() -> None:
     # One place freed: the first in line is tried and admitted, the next tried and parked, the last untried.
     assert [d.pod for d in second.bound] == ["default/w1"]
     assert tried == ["default/w1", "default/w2"]
+
+
+def test_a_node_left_with_too_few_whole_gpus_is_ruled_out_by_count_before_its_filters() -> None:
+    gpus = {"nvidia.com/gpu": "8"}
+    state = ClusterState(
+        nodes=[node("n1", extended=gpus)],
+        pods=[
+            pod("a", extended={"nvidia.com/gpu": "6"}, node_name="n1"),
+            pod("b", extended={"nvidia.com/gpu": "2"}, node_name="n1"),
+            pod("want", extended={"nvidia.com/gpu": "4"}),
+        ],
+    )
+    engine = Engine(state, policy=EnginePolicy(preemption=False))
+    assert [d.pod for d in engine.cycle().waiting] == ["default/want"]
+    probed = probed_nodes(engine)
+    tried = tried_pods(engine)
+    state.remove_pod("default/b")  # 2 GPUs free, 4 wanted: counted, not filtered
+    assert engine.cycle().decisions == ()
+    assert probed == [] and tried == []
+    state.remove_pod("default/a")
+    assert [d.node for d in engine.cycle().bound] == ["n1"] and tried == ["default/want"]

@@ -63,6 +63,44 @@ def test_occupancy_counts_free_and_untouched_gpus_per_node() -> None:
     assert sorted(occupancy.untouched(i) for i in range(2)) == [3, 4]  # rolled back with the state
 
 
+def test_occupancy_reads_the_devices_again_after_slices_change() -> None:
+    state = cluster([])
+    occupancy = GpuOccupancy(state)
+    assert [occupancy.untouched(i) for i in range(2)] == [4, 4]
+    # The driver republishes n2 with 8 GPUs (and n1 unchanged): counts follow.
+    state.replace_devices(slices=[gpu_slice("n1", 4), gpu_slice("n2", 8)])
+    assert [occupancy.untouched(i) for i in range(2)] == [4, 8]
+    assert list(occupancy.totals()) == [4, 8]
+
+
+def test_whole_room_bounds_what_a_pod_could_get_or_says_it_cannot_tell() -> None:
+    plugin = {"nvidia.com/gpu": "8"}
+    state = ClusterState(
+        nodes=[
+            node("dra", cpu="64"),
+            node("plugin", cpu="64", extended=plugin),
+            node("both", extended=plugin),
+        ],
+        slices=[gpu_slice("dra", 4), gpu_slice("both", 2)],
+        classes=[device_class()],
+        templates=[ONE, FOUR],
+        pods=[
+            pod("claims", claims={"gpu": "four"}),
+            pod("asks", extended={"nvidia.com/gpu": "2"}),
+            pod("busy", extended={"nvidia.com/gpu": "3"}, node_name="plugin"),
+        ],
+    )
+    occupancy = GpuOccupancy(state)
+    index = state.nodes.index
+    claims, asks = state.pods["default/claims"], state.pods["default/asks"]
+    assert occupancy.whole_room(claims, index["dra"]) == 4
+    assert occupancy.whole_room(claims, index["plugin"]) == 0  # its claim selects no GPU there
+    assert occupancy.whole_room(asks, index["plugin"]) == 5  # allocatable 8, 3 requested
+    # A node offering GPUs as devices and as allocatable: the count cannot tell.
+    assert occupancy.whole_room(claims, index["both"]) is None
+    assert occupancy.whole_room(asks, index["both"]) is None
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -27,7 +27,6 @@ from rich.table import Table
 from allot.cli.exits import bad_input, negative
 from allot.cli.params import FilePath
 from allot.model.errors import ManifestErrors
-from allot.report import ReportData, write_report
 from allot.report import format as fmt
 from allot.sim.limits import (
     DEFAULT_LIMITS,
@@ -414,6 +413,9 @@ def _simulate_and_report(
     summaries = [summarize(r) for r in results]
     report_path = None
     if report_dir is not None:
+        # The report draws with matplotlib: imported only when a report is written.
+        from allot.report import ReportData, write_report
+
         data = ReportData(
             title=f"allot simulation: {prepared.scenario.name}",
             description=prepared.scenario.description,

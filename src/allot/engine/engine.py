@@ -120,7 +120,7 @@ class Engine(PodPath, Consolidating, Reserving):
             self.scheduler.holds = self
         # Pods outside Kueue wait here (active, unschedulable, backing off); see allot.engine.queueing.
         self._queue = SchedulingQueue(self.policy.queueing)
-        self._hints = Hints(self.scheduler)
+        self._hints = Hints(self.scheduler, self._gpu_occupancy)
         # Pod group -> its pods outside Kueue; a gang's last reason, by unit.
         self._groups: dict[str, set[str]] = {}
         self._gang_reasons: dict[str, str] = {}

@@ -213,21 +213,23 @@ class PodPath:
         pending = [state.pods[k] for k in members if k in state.pods and not state.pods[k].bound]
         occupancy = self._gpu_occupancy()
         requests = [occupancy.whole_requests(info) for info in pending]
-        bounds = {
-            n: self._room_bound(pending, requests, n, preempting, missing) for n in sorted(waiting.changed)
-        }
-        unchanged = sum(room for node, room in waiting.room.items() if node not in bounds)
-        if unchanged + sum(bounds.values()) < missing:
-            waiting.room.update(bounds)
-            waiting.changed.clear()
-            return False
-        for node, bound in bounds.items():
-            waiting.room[node] = (
-                self._hints.members_fitting(members, node, preempting=preempting, limit=missing)
-                if bound
-                else 0
-            )
+        hints = self._hints
+        rooms: dict[int, int] = {}
+        bounded: list[int] = []
+        for node in sorted(waiting.changed):
+            bound = self._room_bound(pending, requests, node, preempting, missing)
+            if bound is None:  # the count cannot tell: counted exactly
+                rooms[node] = hints.members_fitting(members, node, preempting=preempting, limit=missing)
+            else:
+                rooms[node] = bound
+                bounded.append(node)
         waiting.changed.clear()
+        unchanged = sum(room for node, room in waiting.room.items() if node not in rooms)
+        if unchanged + sum(rooms.values()) >= missing:
+            for node in bounded:
+                if rooms[node]:
+                    rooms[node] = hints.members_fitting(members, node, preempting=preempting, limit=missing)
+        waiting.room.update(rooms)
         return sum(waiting.room.values()) >= missing
 
     def _room_bound(
@@ -237,31 +239,31 @@ class PodPath:
         node: int,
         preempting: bool,
         limit: int,
-    ) -> int:
+    ) -> int | None:
         """At most how many of the pending members node `node` could host (at most `limit`): as many
-        as its untouched GPUs cover, the smallest whole-GPU needs first, once its pods of lower
-        priority than all of them are gone if they may preempt; `limit` if one asks no whole GPU.
-        `requests` are the members' (whole GPUs asked for, nodes where they select GPUs)."""
+        as its whole GPUs cover (`GpuOccupancy.whole_room`), the smallest needs first, once its pods
+        of lower priority than all of them are gone if they may preempt; None where a member asks for
+        no whole GPU or the count cannot tell. `requests`: each member's `whole_requests`."""
         state = self.state
         if not pending or node >= state.nodes.size:
             return 0
+        occupancy = self._gpu_occupancy()
         needs = sorted(need for need, _ in requests)
         if needs[0] == 0:
-            return limit
-        if not any(nodes is None or node in nodes for _, nodes in requests):
-            return 0
-        occupancy = self._gpu_occupancy()
+            return None
         lowest = min(info.priority for info in pending)
         victims = (
             [other.key for other in state.pods_on(node) if other.priority < lowest] if preempting else []
         )
-        if not victims:
-            free = occupancy.untouched(node)
-        else:
-            with state.journal.transaction():
-                for key in victims:
-                    state.unbind(key)
-                free = occupancy.untouched(node)
+        with state.journal.transaction():
+            for key in victims:
+                state.unbind(key)
+            rooms = [
+                occupancy.whole_room(info, node, asked) for info, asked in zip(pending, requests, strict=True)
+            ]
+        if any(room is None for room in rooms):
+            return None
+        free = max(room for room in rooms if room is not None)
         count = 0
         for need in needs:
             if count >= limit or need > free:

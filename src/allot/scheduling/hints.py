@@ -30,13 +30,15 @@ the decisions it makes when it retries every pod every cycle, only faster.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from allot.cluster.events import ALL_KINDS, NODE_EVENTS, POD_EVENTS, ClusterEvent, ClusterEventKind
 from allot.cluster.pod_index import TermKind, has_pod_affinity
+from allot.cluster.pod_info import PodInfo
 from allot.cluster.state import ClusterState
 from allot.scheduling.diagnosis import Diagnosis
 from allot.scheduling.node_statuses import NodeStatuses
+from allot.scheduling.packing.occupancy import GpuOccupancy
 from allot.scheduling.scheduler import Scheduler
 from allot.scheduling.status import Code
 
@@ -72,10 +74,13 @@ def _preemption_could_help(diagnosis: Diagnosis) -> bool:
 class Hints:
     """The scheduler's plugins' declarations, and the per-node re-check behind every hint."""
 
-    def __init__(self, scheduler: Scheduler) -> None:
+    def __init__(self, scheduler: Scheduler, occupancy: Callable[[], GpuOccupancy] | None = None) -> None:
+        """`occupancy` gives the GPU counts that rule a node out before its filters run (None: the
+        filters alone)."""
         self.scheduler = scheduler
         self.state: ClusterState = scheduler.state
         self._declared: dict[tuple[str, str], frozenset[ClusterEventKind]] = {}
+        self._occupancy = occupancy
 
     def _declaration(
         self, scheduler_name: str, plugin: str, attribute: str, default: frozenset[ClusterEventKind]
@@ -198,9 +203,21 @@ class Hints:
         if index >= state.nodes.size:
             return True
         if not preempting or info.pod.spec.preemption_policy == "Never":
-            return self.scheduler.fits_on(pod_key, index)
+            return not self._short_of_gpus(info, index) and self.scheduler.fits_on(pod_key, index)
         with state.journal.transaction():
             for other in state.pods_on(index):
                 if other.priority < info.priority:
                     state.unbind(other.key)
-            return self.scheduler.fits_on(pod_key, index)
+            return not self._short_of_gpus(info, index) and self.scheduler.fits_on(pod_key, index)
+
+    def _short_of_gpus(self, info: PodInfo, index: int) -> bool:
+        """Whether the node has fewer whole GPUs left than the pod asks for (False when unknown): a
+        count, cheaper than the filters that would say the same."""
+        if self._occupancy is None:
+            return False
+        occupancy = self._occupancy()
+        requests = occupancy.whole_requests(info)
+        if not requests[0]:
+            return False
+        room = occupancy.whole_room(info, index, requests)
+        return room is not None and room < requests[0]

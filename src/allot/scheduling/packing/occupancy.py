@@ -21,7 +21,8 @@ pending pod asks for at least (its requests for exclusive GPU devices, and
 `nvidia.com/gpu`): a pod needing eight cannot be placed by any moves while
 the cluster has fewer than eight untouched GPUs. Per node the sums are recomputed only after an
 allocation on the node changed them (the state's allocation listeners,
-rollbacks included).
+rollbacks included); everything read of nodes and devices is read again
+once the state's nodes, slices or device classes were replaced.
 """
 
 from __future__ import annotations
@@ -86,13 +87,27 @@ class GpuOccupancy:
         # (class, selectors) -> whether every device it selects is an exclusive GPU, and the nodes
         # where it selects some.
         self._whole: dict[tuple[str, tuple[str, ...]], tuple[bool, frozenset[int]]] = {}
+        # The state makes a new slice index whenever nodes, slices, taint rules or classes change:
+        # everything above was read through it and is read again after.
+        self._slices = state.slices
         state.allocation_listeners.append(self._on_allocation)
+
+    def _current(self) -> None:
+        """Forget what was read of nodes and devices that changed since."""
+        if self.state.slices is not self._slices:
+            self._slices = self.state.slices
+            self._nodes.clear()
+            self._node_of.clear()
+            self._totals = None
+            self._allocator = None
+            self._whole.clear()
 
     def detach(self) -> None:
         if self._on_allocation in self.state.allocation_listeners:
             self.state.allocation_listeners.remove(self._on_allocation)
 
     def _on_allocation(self, allocation: AllocationResult, sign: int) -> None:
+        self._current()
         for result in allocation.devices.results:
             index = self._node_of.get(DeviceId(result.driver, result.pool, result.device))
             if index is not None:
@@ -100,6 +115,7 @@ class GpuOccupancy:
                 node.free = node.untouched = None
 
     def _node(self, index: int) -> _Node:
+        self._current()
         node = self._nodes.get(index)
         if node is None:
             node = self._nodes[index] = _Node()
@@ -140,6 +156,7 @@ class GpuOccupancy:
 
     def totals(self) -> IntArray:
         """GPUs of every node, by index (computed once per node table)."""
+        self._current()
         size = self.state.nodes.size
         if self._totals is None or self._totals.size != size:
             self._totals = np.array([self.gpus(i) for i in range(size)], dtype=np.int64)
@@ -179,6 +196,32 @@ class GpuOccupancy:
         any node)."""
         return self._whole_requests(info)
 
+    def whole_room(
+        self, info: PodInfo, index: int, requests: tuple[int, frozenset[int] | None] | None = None
+    ) -> int | None:
+        """At most how many whole GPUs node `index` can give the pod's whole-GPU requests now, or None
+        where this count cannot tell: the pod asks for GPUs both through claims and
+        `nvidia.com/gpu`, the node offers them both ways (devices and allocatable, or an extended
+        resource a DeviceClass serves), or its GPUs are partitionable (several exclusive partitions
+        share one counted GPU). Queueing hints use it to skip work, so it never says less than a
+        placement could find. `requests`: the pod's `whole_requests`, when the caller has them."""
+        plugin = int(info.requests.get(PLUGIN_GPU_RESOURCE, 0))
+        need, nodes = requests if requests is not None else self._whole_requests(info)
+        node = self._node(index)
+        total, used = self._plugin(index)
+        if plugin:
+            if need != plugin or node.gpus or self._dra_backed_plugin():
+                return None
+            return max(total - used, 0)
+        if nodes is not None and index not in nodes:
+            return 0  # its claims select no GPU there
+        if total or node.partitioned:
+            return None
+        return self.untouched(index)
+
+    def _dra_backed_plugin(self) -> bool:
+        return any(c.spec.extended_resource_name == PLUGIN_GPU_RESOURCE for c in self.state.classes.values())
+
     def untouched_for(self, info: PodInfo, index: int) -> int:
         """Untouched GPUs of node `index` if the pod's whole-GPU requests can select GPUs there, else 0
         (a fractional-GPU node's GPUs are no room for a job asking for whole ones)."""
@@ -213,6 +256,7 @@ class GpuOccupancy:
         return need, nodes
 
     def _selects_whole_gpus(self, class_name: str, selectors: tuple[str, ...]) -> tuple[bool, frozenset[int]]:
+        self._current()
         key = (class_name, selectors)
         found = self._whole.get(key)
         if found is None:

@@ -122,3 +122,24 @@ def test_cli_bad_scenario_gets_located_errors_and_writes_nothing(tmp_path: Path)
     assert f"error: {path}:27: jobs[2].duration: expected a duration" in outcome.output
     assert "Traceback" not in outcome.output
     assert not report.exists()
+
+
+def test_figures_drawn_where_a_run_ran_are_used_as_they_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    from allot.report import plots
+    from allot.report.document import draw_figures
+
+    def data(results: list) -> ReportData:  # type: ignore[type-arg]
+        return ReportData("t", results, [summarize(r) for r in results])
+
+    fresh = [run(SMALL, policy) for policy in ("fifo-priority", "fair")]
+    drawn_here = render(data(fresh))
+    early = [run(SMALL, policy) for policy in ("fifo-priority", "fair")]
+    for result in early:
+        draw_figures(result)  # what `allot simulate` has each worker do after its run
+        assert len(result.figures) == 8
+
+    def no_drawing(*args: object, **kwargs: object) -> str:
+        raise AssertionError("a figure was drawn again")
+
+    monkeypatch.setattr(plots, "_png", no_drawing)
+    assert render(data(early)) == drawn_here

@@ -106,7 +106,10 @@ def _run(
     console: Console | None,
     ray_address: str | None = None,
     frames: FrameSettings | None = None,
+    figures: bool = False,
 ) -> list[SimResult]:
+    """Every policy's run; with `figures`, each process that ran one also draws its report figures
+    (while the others still run) and the report's module is loaded here meanwhile."""
     options = SimOptions(
         horizon=prepared.horizon, checkpoint=prepared.scenario.checkpoint, check_invariants=check
     )
@@ -126,17 +129,22 @@ def _run(
                 progress=progress,
             )
             if frames is None:
-                return simulation.run()
-            from allot.dashboard.frames import FrameRecorder
+                result = simulation.run()
+            else:
+                from allot.dashboard.frames import FrameRecorder
 
-            recorder = FrameRecorder(
-                simulation,
-                frames.directory / policy.name,
-                every=max(end, 1.0) / frames.count,
-                title=f"{prepared.scenario.name}: {policy.name}",
-            )
-            result = simulation.run()
-            recorder.finish(result.end)
+                recorder = FrameRecorder(
+                    simulation,
+                    frames.directory / policy.name,
+                    every=max(end, 1.0) / frames.count,
+                    title=f"{prepared.scenario.name}: {policy.name}",
+                )
+                result = simulation.run()
+                recorder.finish(result.end)
+            if figures:
+                from allot.report.document import draw_figures
+
+                draw_figures(result)
             return result
 
         return run
@@ -149,11 +157,19 @@ def _run(
             [task(p) for p in prepared.policies],
             workers=workers,
             progress=bars.update if bars is not None else None,
-            before_wait=bars.progress.start if bars is not None else None,
+            before_wait=lambda: _children_started(bars, figures),
         )
     finally:
         if bars is not None:
             bars.progress.stop()
+
+
+def _children_started(bars: _Bars | None, figures: bool) -> None:
+    if bars is not None:
+        bars.progress.start()
+    if figures:
+        # Loading matplotlib takes a second or more: done while the simulations run.
+        import allot.report.document  # noqa: F401
 
 
 def _table(summaries: list[Summary]) -> Table:
@@ -402,6 +418,7 @@ def _simulate_and_report(
             console=err_console if show_progress else None,
             ray_address=ray_address,
             frames=frames,
+            figures=report_dir is not None,
         )
     except RayUnavailable as err:
         click.echo(f"error: {err}", err=True)

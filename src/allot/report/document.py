@@ -16,7 +16,7 @@ from allot.report.files import write_atomically
 from allot.report.format import duration
 from allot.report.html import page
 from allot.report.plots import tenant_colors
-from allot.sim.metrics import Summary
+from allot.sim.metrics import Summary, summarize
 from allot.sim.records import SimResult
 
 INDEX = "index.html"
@@ -64,6 +64,13 @@ def render(data: ReportData) -> str:
         body=body,
         footer=f"allot {__version__} simulation report. Definitions of every number: docs/simulator.md.",
     )
+
+
+def draw_figures(result: SimResult) -> None:
+    """Draw the report's figures of one run now and keep them with it (`SimResult.figures`): the
+    process that ran a policy draws them while the others still run, and the report only
+    assembles the page."""
+    render(ReportData(title=result.scenario, results=[result], summaries=[summarize(result)]))
 
 
 def write_report(data: ReportData, directory: Path) -> Path:

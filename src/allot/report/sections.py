@@ -37,10 +37,18 @@ def _ratio_cell(value: float | None) -> str:
     return f'<span class="{css}">{value:.2f}</span>'
 
 
+def _drawn(result: SimResult, name: str, draw: Callable[[SimResult], str]) -> str:
+    """A figure of one run, drawn once and kept with the run (`SimResult.figures`)."""
+    found = result.figures.get(name)
+    if found is None:
+        found = result.figures[name] = draw(result)
+    return found
+
+
 def _per_policy(
     results: Sequence[SimResult], draw: Callable[[SimResult], str], alt: str, caption: str
 ) -> str:
-    cards = [card(r.policy, figure(draw(r), f"{alt} ({r.policy})")) for r in results]
+    cards = [card(r.policy, figure(_drawn(r, alt, draw), f"{alt} ({r.policy})")) for r in results]
     return grid(cards) + (f'<p class="note">{esc(caption)}</p>' if caption else "")
 
 

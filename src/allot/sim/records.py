@@ -183,3 +183,6 @@ class SimResult:
     wall_seconds: float = 0.0
     trace: list[TraceEntry] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The report's figures of this run once drawn (data: URIs by figure), kept with it so that
+    # figures drawn in the process that ran it are not drawn again where the report is written.
+    figures: dict[str, str] = field(default_factory=dict)

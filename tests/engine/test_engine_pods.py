@@ -253,7 +253,7 @@ def test_a_gang_is_not_bind_tested_while_freed_gpus_cannot_add_up_to_its_missing
 
 def test_without_the_gpu_bound_the_same_gang_is_bind_tested_at_each_freed_node() -> None:
     state, engine = _gang_waiting_for_three_whole_nodes()
-    engine._room_bound = lambda pending, requests, node, preempting, limit: None  # type: ignore[method-assign]
+    engine._hints.room_bound = lambda *args, **kwargs: None  # type: ignore[method-assign]
     bind_tests = calls(engine, "bind_on")
     state.remove_pod("default/busy0")
     engine.cycle()

@@ -32,7 +32,6 @@ from allot.scheduling.diagnosis import Diagnosis
 from allot.scheduling.framework import BoolArray
 from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gang_key, gangs, place_gang
 from allot.scheduling.hints import ANYWHERE, Hints
-from allot.scheduling.packing.occupancy import GpuOccupancy
 from allot.scheduling.plugins.resources_fit import dra_backed_resources
 from allot.scheduling.preemption import Preemptor, post_filter_message
 from allot.scheduling.scheduler import Outcome, Placement, Scheduler
@@ -87,9 +86,6 @@ class PodPath:
         raise NotImplementedError
 
     def _observe(self, now: float, position: OrderKey | None) -> None:
-        raise NotImplementedError
-
-    def _gpu_occupancy(self) -> GpuOccupancy:
         raise NotImplementedError
 
     def _evict_pod(self, pod_key: str, reason: str, preemptor: str, now: float) -> list[Evicted]:
@@ -211,13 +207,12 @@ class PodPath:
         # not add up to the members missing, no member is bound to find the exact room.
         state = self.state
         pending = [state.pods[k] for k in members if k in state.pods and not state.pods[k].bound]
-        occupancy = self._gpu_occupancy()
-        requests = [occupancy.whole_requests(info) for info in pending]
+        requests = self._hints.whole_requests(pending)
         hints = self._hints
         rooms: dict[int, int] = {}
         bounded: list[int] = []
         for node in sorted(waiting.changed):
-            bound = self._room_bound(pending, requests, node, preempting, missing)
+            bound = hints.room_bound(pending, requests, node, preempting=preempting, limit=missing)
             if bound is None:  # the count cannot tell: counted exactly
                 rooms[node] = hints.members_fitting(members, node, preempting=preempting, limit=missing)
             else:
@@ -231,46 +226,6 @@ class PodPath:
                     rooms[node] = hints.members_fitting(members, node, preempting=preempting, limit=missing)
         waiting.room.update(rooms)
         return sum(waiting.room.values()) >= missing
-
-    def _room_bound(
-        self,
-        pending: list[PodInfo],
-        requests: list[tuple[int, frozenset[int] | None]],
-        node: int,
-        preempting: bool,
-        limit: int,
-    ) -> int | None:
-        """At most how many of the pending members node `node` could host (at most `limit`): as many
-        as its whole GPUs cover (`GpuOccupancy.whole_room`), the smallest needs first, once its pods
-        of lower priority than all of them are gone if they may preempt; None where a member asks for
-        no whole GPU or the count cannot tell. `requests`: each member's `whole_requests`."""
-        state = self.state
-        if not pending or node >= state.nodes.size:
-            return 0
-        occupancy = self._gpu_occupancy()
-        needs = sorted(need for need, _ in requests)
-        if needs[0] == 0:
-            return None
-        lowest = min(info.priority for info in pending)
-        victims = (
-            [other.key for other in state.pods_on(node) if other.priority < lowest] if preempting else []
-        )
-        with state.journal.transaction():
-            for key in victims:
-                state.unbind(key)
-            rooms = [
-                occupancy.whole_room(info, node, asked) for info, asked in zip(pending, requests, strict=True)
-            ]
-        if any(room is None for room in rooms):
-            return None
-        free = max(room for room in rooms if room is not None)
-        count = 0
-        for need in needs:
-            if count >= limit or need > free:
-                break
-            free -= need
-            count += 1
-        return count
 
     def _probes(self, members: Iterable[str]) -> tuple[str, ...]:
         """One pending pod per distinct class among `members`: the pods a hint re-checks."""

@@ -30,7 +30,8 @@ the decisions it makes when it retries every pod every cycle, only faster.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 from allot.cluster.events import ALL_KINDS, NODE_EVENTS, POD_EVENTS, ClusterEvent, ClusterEventKind
 from allot.cluster.pod_index import TermKind, has_pod_affinity
@@ -165,11 +166,7 @@ class Hints:
             return 0
         lowest = min(state.pods[k].priority for k in pending)
         count = 0
-        with state.journal.transaction():
-            if preempting:
-                for other in state.pods_on(index):
-                    if other.priority < lowest:
-                        state.unbind(other.key)
+        with self._lower_priority_gone(index, lowest if preempting else None):
             # Filters alone say no more cheaply than a placement attempt, and most changed nodes
             # have no room for any member: members are bound one by one only where one could fit.
             if not self._any_fits(pending, index):
@@ -202,13 +199,65 @@ class Hints:
             return False
         if index >= state.nodes.size:
             return True
-        if not preempting or info.pod.spec.preemption_policy == "Never":
+        may_preempt = preempting and info.pod.spec.preemption_policy != "Never"
+        with self._lower_priority_gone(index, info.priority if may_preempt else None):
             return not self._short_of_gpus(info, index) and self.scheduler.fits_on(pod_key, index)
+
+    @contextmanager
+    def _lower_priority_gone(self, index: int, below: int | None) -> Iterator[None]:
+        """A what-if: within the block, node `index` without its pods of priority lower than `below`
+        (all of them stay when `below` is None), what a pod that may preempt could have. Everything
+        done in the block is undone after it."""
+        state = self.state
         with state.journal.transaction():
-            for other in state.pods_on(index):
-                if other.priority < info.priority:
-                    state.unbind(other.key)
-            return not self._short_of_gpus(info, index) and self.scheduler.fits_on(pod_key, index)
+            if below is not None:
+                for other in state.pods_on(index):
+                    if other.priority < below:
+                        state.unbind(other.key)
+            yield
+
+    def whole_requests(self, pods: list[PodInfo]) -> list[tuple[int, frozenset[int] | None]]:
+        """Each pod's whole-GPU requests (`GpuOccupancy.whole_requests`), for `room_bound`."""
+        if self._occupancy is None:
+            return [(0, None) for _ in pods]
+        occupancy = self._occupancy()
+        return [occupancy.whole_requests(info) for info in pods]
+
+    def room_bound(
+        self,
+        pending: list[PodInfo],
+        requests: list[tuple[int, frozenset[int] | None]],
+        index: int,
+        *,
+        preempting: bool,
+        limit: int,
+    ) -> int | None:
+        """At most how many of these pending pods node `index` could host (at most `limit`), as
+        `members_fitting` counts them, from whole-GPU counts alone (`GpuOccupancy.whole_room`), the
+        smallest needs first; None where a pod asks for no whole GPU or the count cannot tell.
+        `requests`: each pod's `whole_requests`."""
+        if not pending or index >= self.state.nodes.size:
+            return 0
+        needs = sorted(need for need, _ in requests)
+        if self._occupancy is None or needs[0] == 0:
+            return None
+        occupancy = self._occupancy()
+        lowest = min(info.priority for info in pending)
+        with self._lower_priority_gone(index, lowest if preempting else None):
+            rooms = [
+                occupancy.whole_room(info, index, asked)
+                for info, asked in zip(pending, requests, strict=True)
+            ]
+        if any(room is None for room in rooms):
+            return None
+        free = max(room for room in rooms if room is not None)
+        count = 0
+        for need in needs:
+            if count >= limit or need > free:
+                break
+            free -= need
+            count += 1
+        return count
 
     def _short_of_gpus(self, info: PodInfo, index: int) -> bool:
         """Whether the node has fewer whole GPUs left than the pod asks for (False when unknown): a

@@ -48,16 +48,21 @@ def _signature(parts: list[object]) -> bytes | None:
 class NodeLayout:
     """A node's devices by position, and a signature shared by nodes with identical hardware.
 
-    Two nodes with the same signature and the same set of used positions give
-    the allocator the same problem (names aside), so its verdict can be reused.
-    `signature` is None when that does not hold: shared devices (their
-    consumed capacity is not captured by a used set) or pools reaching
-    beyond the node.
+    Two nodes with the same signature and the same use (`DeviceIndex.usage`:
+    the used positions, and for devices that take several allocations what
+    their shares consume) give the allocator the same problem (names aside),
+    so its verdict can be reused. `signature` is None when that does not
+    hold: pools reaching beyond the node, or counters this node's devices
+    share with devices elsewhere.
     """
 
     signature: bytes | None
     positions: dict[DeviceId, int] = field(default_factory=dict)
     used: int = 0
+    # Devices that take several allocations: their use is more than a bit (see `DeviceIndex.usage`).
+    shared: tuple[DeviceId, ...] = ()
+    _usage_token: tuple[int, int] = (0, -1)
+    _usage: object = None
 
 
 @dataclass(slots=True)
@@ -140,27 +145,58 @@ class DeviceIndex:
         layout = NodeLayout(signature=None)
         parts: list[object] = []
         cacheable = True
+        shared: list[DeviceId] = []
         for pool in pools.pools:
             parts.append((pool.driver, pool.incomplete, pool.invalid, len(pool.devices)))
             for device in pool.devices:
                 device_info = device.info
-                if device.shared or device_info.slice.spec.node_name != info.name or device_info.per_device:
+                if device_info.slice.spec.node_name != info.name or device_info.per_device:
                     cacheable = False
+                if device.shared:
+                    shared.append(device_info.id)
                 layout.positions[device_info.id] = len(layout.positions)
                 parts.append((replace(device_info.device, name=""), device.node_ok))
             if pool.counters is not None:
                 # Decimal text: totals are exact nano-unit integers, far past what msgpack holds.
                 parts.append(tuple(str(total) for total in pool.counters.layout.totals))
-                if any(d not in layout.positions for d, _ in pool.counters.devices):
+                # A pool none of whose devices this node sees (a partitioned GPU of another
+                # node) changes nothing here; one whose counters this node's devices share
+                # with devices elsewhere does.
+                if pool.devices and any(d not in layout.positions for d, _ in pool.counters.devices):
                     cacheable = False
         if cacheable:
             layout.signature = _signature(parts)
+        layout.shared = tuple(shared)
         allocated = self.state.allocated
         for device_id, position in layout.positions.items():
             self._layout_of[device_id] = layout
             if device_id in allocated.exclusive:
                 layout.used |= 1 << position
         return layout
+
+    def usage(self, layout: NodeLayout) -> object:
+        """What of the node's devices is in use, as far as the allocator can tell: with the layout's
+        signature, equal usages pose the allocator the same problem. A shared device counts by
+        whether it is held whole, whether it has shares and the capacity its shares consume."""
+        if not layout.shared:
+            return layout.used
+        allocated = self.state.allocated
+        token = (allocated.serial, allocated.version)
+        if layout._usage_token != token:
+            exclusive, shares, capacity = allocated.exclusive, allocated.shared, allocated.capacity
+            layout._usage = (
+                layout.used,
+                tuple(
+                    (
+                        device in exclusive,
+                        device in shares,
+                        tuple(sorted(capacity[device].items())) if device in capacity else (),
+                    )
+                    for device in layout.shared
+                ),
+            )
+            layout._usage_token = token
+        return layout._usage
 
     def _on_allocation(self, allocation: AllocationResult, sign: int) -> None:
         for result in allocation.devices.results:

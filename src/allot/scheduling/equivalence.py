@@ -53,8 +53,10 @@ class VersionedReader(Protocol):
     def equivalence_version(self, state: ClusterState) -> object: ...
 
 
-def _versions(state: ClusterState, readers: Sequence[PodReader]) -> tuple[object, ...]:
-    return tuple(r.equivalence_version(state) for r in readers if isinstance(r, VersionedReader))
+def versioned(readers: Sequence[PodReader]) -> tuple[VersionedReader, ...]:
+    """The readers whose keys depend on the cluster (found once per profile: a runtime protocol
+    check costs more than the key itself)."""
+    return tuple(r for r in readers if isinstance(r, VersionedReader))
 
 
 def _open_claims(state: ClusterState, info: PodInfo) -> list[ResourceClaim] | None:
@@ -89,11 +91,18 @@ class EquivalenceClasses:
     def __init__(self) -> None:
         self._known: dict[str, tuple[Pod, tuple[ResourceClaim, ...], tuple[object, ...], bytes]] = {}
 
-    def of(self, state: ClusterState, info: PodInfo, readers: Sequence[PodReader]) -> bytes | None:
+    def of(
+        self,
+        state: ClusterState,
+        info: PodInfo,
+        readers: Sequence[PodReader],
+        versioned_readers: Sequence[VersionedReader],
+    ) -> bytes | None:
+        """`versioned_readers` are the `readers` that are also `VersionedReader`s."""
         claims = _open_claims(state, info)
         if claims is None:
             return None
-        versions = _versions(state, readers)
+        versions = tuple(r.equivalence_version(state) for r in versioned_readers)
         known = self._known.get(info.key)
         if (
             known is not None

@@ -27,7 +27,7 @@ from allot.cluster.state import ClusterState
 from allot.model.resource import AllocationResult, ResourceClaim
 from allot.scheduling import registry
 from allot.scheduling.diagnosis import Diagnosis
-from allot.scheduling.equivalence import EquivalenceClasses, PodReader
+from allot.scheduling.equivalence import EquivalenceClasses, PodReader, VersionedReader, versioned
 from allot.scheduling.framework import (
     BoolArray,
     Cycle,
@@ -96,6 +96,7 @@ class ProfilePlugins:
     reservers: list[ReservePlugin] = field(default_factory=list)
     # Filters that read more of the pod than its spec (for equivalence classes).
     readers: list[PodReader] = field(default_factory=list)
+    versioned_readers: tuple[VersionedReader, ...] = ()
 
 
 def _narrowed(cycle: Cycle, outside: BoolArray) -> Rejection:
@@ -133,6 +134,7 @@ def _instantiate(profile: Profile) -> ProfilePlugins:
         plugin = get(name)
         if weight > 0 and isinstance(plugin, ScorePlugin):
             plugins.scorers.append((plugin, weight))
+    plugins.versioned_readers = versioned(plugins.readers)
     return plugins
 
 
@@ -186,7 +188,7 @@ class Scheduler:
         plugins = self.plugins(info.pod.spec.scheduler_name)
         if plugins is None:
             return None
-        return self._classes.of(self.state, info, plugins.readers)
+        return self._classes.of(self.state, info, plugins.readers, plugins.versioned_readers)
 
     def place(self, pod_key: str, *, allowed: BoolArray | None = None, allowed_reason: str = "") -> Outcome:
         """Where the pod would go now; changes nothing."""

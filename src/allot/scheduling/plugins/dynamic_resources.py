@@ -131,7 +131,7 @@ class DynamicResources:
         self._allocators: dict[int, Allocator] = {}
         self._indexes: dict[int, DeviceIndex] = {}
         # (claims, node hardware, used devices) -> (feasible, score, prioritized rank); see NodeLayout.
-        self._verdicts: dict[tuple[bytes, bytes, int], tuple[Status, float, int]] = {}
+        self._verdicts: dict[tuple[bytes, bytes, object], tuple[Status, float, int]] = {}
         self._served: tuple[object, Mapping[str, str]] | None = None
 
     @classmethod
@@ -305,7 +305,8 @@ class DynamicResources:
         extended = self._extended_for(cycle, data, index)
         if not data.to_allocate and extended is None:
             return SUCCESS
-        layout = self.index(cycle).layout(index)
+        device_index = self.index(cycle)
+        layout = device_index.layout(index)
         verdict_key = None
         closed = exclusion(cycle)
         # Verdicts are kept per node layout; one with GPUs closed to this pod's domain is decided afresh.
@@ -313,7 +314,7 @@ class DynamicResources:
             signature = data.signature
             if extended is not None:
                 signature += msgspec.msgpack.encode(extended[0].spec, enc_hook=str)
-            verdict_key = (signature, layout.signature, layout.used)
+            verdict_key = (signature, layout.signature, device_index.usage(layout))
             verdict = self._verdicts.get(verdict_key)
             if verdict is not None:
                 data.scores[index] = verdict[1]

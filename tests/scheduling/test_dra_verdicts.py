@@ -18,8 +18,10 @@ import yaml
 from allot.cluster.state import ClusterState
 from allot.dra import Allocator
 from allot.model.loader import load_text
+from allot.model.resource import AllocationResult
 from allot.scheduling.profile import Profile
 from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
+from allot.scheduling.topology.choice import AlignedChoice
 
 DRIVER = "gpu.example.com"
 
@@ -203,3 +205,53 @@ def test_a_partitioned_gpu_elsewhere_does_not_stop_sharing_verdicts() -> None:
     assert fits == [True] * 4
     # node-0 holds the partitions (a problem of its own); nodes 1-3 share one verdict.
     assert runs == ["node-0", "node-1"]
+
+
+def _allocations(state: ClusterState, pod_key: str) -> list[AllocationResult]:
+    allocations = [state.claims[key].status.allocation for _, key in state.pods[pod_key].claims]
+    assert all(a is not None for a in allocations)
+    return [a for a in allocations if a is not None]
+
+
+def test_the_devices_chosen_on_a_node_are_chosen_again_for_the_same_problem_there() -> None:
+    state = _state(2, [("a", "30Gi"), ("b", "30Gi")])
+    scheduler = Scheduler(state, {"default-scheduler": Profile()})
+    fresh = _state(2, [("a", "30Gi"), ("b", "30Gi")])
+    with mock.patch.object(
+        AlignedChoice, "__call__", autospec=True, side_effect=AlignedChoice.__call__
+    ) as chooser:
+        assert scheduler.bind_on("default/a", 1)
+        first = _allocations(state, "default/a")
+        state.unbind("default/a")
+        assert scheduler.bind_on("default/b", 1)
+    # The chooser ran for a only; b, posing the same problem on the same node, got its answer...
+    assert chooser.call_count == 1
+    given = _allocations(state, "default/b")
+    # ... with its shares named for b's claim: exactly what a chooser run for b gives.
+    assert Scheduler(fresh, {"default-scheduler": Profile()}).bind_on("default/b", 1)
+    assert given == _allocations(fresh, "default/b")
+    shares = [r.share_id for r in given[0].devices.results]
+    assert shares and None not in shares
+    assert shares != [r.share_id for r in first[0].devices.results]
+    assert [r.device for r in given[0].devices.results] == [r.device for r in first[0].devices.results]
+
+
+def test_a_node_in_another_use_gets_its_own_choice() -> None:
+    state = _state(2, [("a", "30Gi"), ("b", "30Gi"), ("c", "60Gi")])
+    scheduler = Scheduler(state, {"default-scheduler": Profile()})
+    with mock.patch.object(
+        AlignedChoice, "__call__", autospec=True, side_effect=AlignedChoice.__call__
+    ) as chooser:
+        assert scheduler.bind_on("default/c", 1)
+        assert scheduler.bind_on("default/a", 1)
+        assert scheduler.bind_on("default/b", 1)
+    # Each pod found node-1 in another use (the shares before it consume capacity): three choices,
+    # each made on the node as it then was, so no GPU holds more than its 80Gi.
+    assert chooser.call_count == 3
+    held: dict[str, int] = {}
+    for pod in ("a", "b", "c"):
+        for result in _allocations(state, f"default/{pod}")[0].devices.results:
+            memory = result.consumed_capacity["memory"] if result.consumed_capacity else None
+            assert memory is not None
+            held[result.device] = held.get(result.device, 0) + memory.nano
+    assert all(total <= 80 * 2**30 * 10**9 for total in held.values())

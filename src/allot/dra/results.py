@@ -27,7 +27,9 @@ factory.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+from msgspec.structs import replace
 
 from allot.dra.errors import AllocationError
 from allot.dra.features import Features
@@ -59,6 +61,46 @@ def default_share_id(claim: ResourceClaim, request: str, device: DeviceId, ordin
     return str(uuid.uuid5(_SHARE_NAMESPACE, f"{identity}\x00{request}\x00{device}\x00{ordinal}"))
 
 
+def _next_share_id(
+    claim: ResourceClaim,
+    request: str,
+    device: DeviceId,
+    share_id: ShareIdFactory,
+    ordinals: dict[tuple[str, DeviceId], int],
+) -> str:
+    """The shareID of the next share `request` of `claim` takes of `device` (ordinals count per claim)."""
+    key = (request, device)
+    ordinal = ordinals.get(key, 0)
+    ordinals[key] = ordinal + 1
+    return share_id(claim, request, device, ordinal)
+
+
+def for_other_claims(
+    results: Sequence[AllocationResult], claims: Sequence[ResourceClaim], share_id: ShareIdFactory
+) -> tuple[AllocationResult, ...]:
+    """Results made for claims with the same specs, given to `claims` (one per result, in order):
+    the same devices, each share named after its new claim as `build_results` would have named it."""
+    given: list[AllocationResult] = []
+    for result, claim in zip(results, claims, strict=True):
+        if all(r.share_id is None for r in result.devices.results):
+            given.append(result)
+            continue
+        ordinals: dict[tuple[str, DeviceId], int] = {}
+        devices = tuple(
+            r
+            if r.share_id is None
+            else replace(
+                r,
+                share_id=_next_share_id(
+                    claim, r.request, DeviceId(r.driver, r.pool, r.device), share_id, ordinals
+                ),
+            )
+            for r in result.devices.results
+        )
+        given.append(replace(result, devices=replace(result.devices, results=devices)))
+    return tuple(given)
+
+
 def _device_result(
     claim: ResourceClaim,
     pick: Pick,
@@ -72,10 +114,7 @@ def _device_result(
     share: str | None = None
     consumed: dict[str, Quantity] | None = None
     if pick.device.shared:
-        key = (data.full_name, info.id)
-        ordinal = ordinals.get(key, 0)
-        ordinals[key] = ordinal + 1
-        share = share_id(claim, data.full_name, info.id, ordinal)
+        share = _next_share_id(claim, data.full_name, info.id, share_id, ordinals)
         if pick.amounts:
             caps = info.capacities
             consumed = {

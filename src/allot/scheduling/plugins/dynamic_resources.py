@@ -39,6 +39,7 @@ from allot.cluster.claims import pod_uid
 from allot.cluster.events import DEVICE_EVENTS, NODE_EVENTS, ClusterEventKind
 from allot.dra import Allocation, AllocationError, Allocator, NoAllocation, Scorer
 from allot.dra.nodes import selector_matches
+from allot.dra.results import for_other_claims
 from allot.model.core import NodeSelector
 from allot.model.resource import MAX_RESERVED_FOR, ResourceClaim
 from allot.scheduling.dra_index import DeviceIndex, ShapeIndex
@@ -132,6 +133,8 @@ class DynamicResources:
         self._indexes: dict[int, DeviceIndex] = {}
         # (claims, node hardware, used devices) -> (feasible, score, prioritized rank); see NodeLayout.
         self._verdicts: dict[tuple[bytes, bytes, object], tuple[Status, float, int]] = {}
+        # (node name, the problem as in _verdicts) -> the chooser's allocation there.
+        self._choices: dict[tuple[str, tuple[bytes, bytes, object]], Allocation] = {}
         self._served: tuple[object, Mapping[str, str]] | None = None
 
     @classmethod
@@ -173,6 +176,9 @@ class DynamicResources:
                 stale.detach()
             index = DeviceIndex(state, allocator)
             self._indexes = {id(state): index}
+            # New slices or classes: a kept answer may no longer be the allocator's.
+            self._verdicts.clear()
+            self._choices.clear()
         return index
 
     def _plan_counts(self, cycle: Cycle, data: _PodClaims) -> None:
@@ -305,16 +311,8 @@ class DynamicResources:
         extended = self._extended_for(cycle, data, index)
         if not data.to_allocate and extended is None:
             return SUCCESS
-        device_index = self.index(cycle)
-        layout = device_index.layout(index)
-        verdict_key = None
-        closed = exclusion(cycle)
-        # Verdicts are kept per node layout; one with GPUs closed to this pod's domain is decided afresh.
-        if layout.signature is not None and (closed is None or not closed.blocks(index)):
-            signature = data.signature
-            if extended is not None:
-                signature += msgspec.msgpack.encode(extended[0].spec, enc_hook=str)
-            verdict_key = (signature, layout.signature, device_index.usage(layout))
+        verdict_key = self._problem(cycle, data, index, extended)
+        if verdict_key is not None:
             verdict = self._verdicts.get(verdict_key)
             if verdict is not None:
                 data.scores[index] = verdict[1]
@@ -326,6 +324,42 @@ class DynamicResources:
                 self._verdicts.clear()
             self._verdicts[verdict_key] = (status, score, data.ranks.get(index, 0))
         return status
+
+    def _problem(
+        self,
+        cycle: Cycle,
+        data: _PodClaims,
+        index: int,
+        extended: tuple[ResourceClaim, tuple[Any, ...]] | None,
+    ) -> tuple[bytes, bytes, object] | None:
+        """What the allocator is asked on this node, as a key equal for every node and pod that poses
+        it the same problem (None: not captured by a key). A node with GPUs closed to the pod's
+        trust domain is always decided afresh."""
+        device_index = self.index(cycle)
+        layout = device_index.layout(index)
+        if layout.signature is None:
+            return None
+        closed = exclusion(cycle)
+        if closed is not None and closed.blocks(index):
+            return None
+        signature = data.signature
+        if extended is not None:
+            signature += msgspec.msgpack.encode(extended[0].spec, enc_hook=str)
+        return signature, layout.signature, device_index.usage(layout)
+
+    def _chosen(
+        self, cycle: Cycle, data: _PodClaims, index: int, claims: list[ResourceClaim]
+    ) -> tuple[tuple[str, tuple[bytes, bytes, object]] | None, Allocation | None]:
+        """The chooser's earlier answer to the same problem on the same node, given to these claims."""
+        problem = self._problem(cycle, data, index, self._extended_for(cycle, data, index))
+        if problem is None:
+            return None, None
+        key = (cycle.state.nodes.infos[index].name, problem)
+        known = self._choices.get(key)
+        if known is None:
+            return key, None
+        results = for_other_claims(known.results, claims, self.allocator(cycle).share_ids)
+        return key, Allocation(results, known.steps, known.score, known.candidates)
 
     def _allocate(
         self, cycle: Cycle, data: _PodClaims, index: int, *, choose: bool = False
@@ -342,7 +376,17 @@ class DynamicResources:
         excluded = exclusion(cycle)
         try:
             if choose and self.chooser is not None:
-                outcome = self.chooser(allocator, node, claims, allocated, exclude=excluded)
+                # The chooser searches and compares many allocations: its answer is kept per
+                # node and problem, and given to the next pod that poses the same one there.
+                choice_key, known = self._chosen(cycle, data, index, claims)
+                if known is not None:
+                    outcome: Allocation | NoAllocation = known
+                else:
+                    outcome = self.chooser(allocator, node, claims, allocated, exclude=excluded)
+                    if choice_key is not None and isinstance(outcome, Allocation):
+                        if len(self._choices) > 100_000:
+                            self._choices.clear()
+                        self._choices[choice_key] = outcome
             else:
                 outcome = allocator.allocate(node, claims, allocated, scorer=self.scorer, exclude=excluded)
         except AllocationError as failure:

@@ -144,3 +144,32 @@ def test_figures_drawn_where_a_run_ran_are_used_as_they_are(monkeypatch: pytest.
 
     monkeypatch.setattr(plots, "_png", no_drawing)
     assert render(data(early)) == drawn_here
+
+
+def test_figures_split_over_two_processes_are_the_figures_one_process_draws() -> None:
+    from allot.report.document import draw_figures
+
+    alone = run(SMALL, "fair")
+    split = copy.deepcopy(alone)
+    draw_figures(alone)
+    draw_figures(split, split=True)  # every other figure drawn in a forked helper
+    assert len(split.figures) == 8
+    assert split.figures == alone.figures
+
+
+def test_a_failed_figure_helper_leaves_its_figures_to_the_parent(monkeypatch: pytest.MonkeyPatch) -> None:
+    from allot.report import document
+
+    result = run(SMALL, "fair")
+    expected = copy.deepcopy(result)
+    document.draw_figures(expected)
+    real_render_half = document._render_half
+
+    def helper_dies(data: ReportData, half: int) -> None:
+        if half == 1:
+            raise RuntimeError("the helper dies before it sends anything")
+        real_render_half(data, half)
+
+    monkeypatch.setattr(document, "_render_half", helper_dies)
+    document.draw_figures(result, split=True)
+    assert result.figures == expected.figures

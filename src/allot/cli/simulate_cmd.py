@@ -144,7 +144,9 @@ def _run(
             if figures:
                 from allot.report.document import draw_figures
 
-                draw_figures(result)
+                # In a pool, the other policies' processes are done or nearly: half the figures
+                # are drawn in a process of their own.
+                draw_figures(result, split=workers > 1 and len(prepared.policies) > 1)
             return result
 
         return run

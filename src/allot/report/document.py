@@ -7,6 +7,9 @@ showing the policies side by side; a footer with the version.
 
 from __future__ import annotations
 
+import itertools
+import os
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,11 +69,45 @@ def render(data: ReportData) -> str:
     )
 
 
-def draw_figures(result: SimResult) -> None:
+def draw_figures(result: SimResult, *, split: bool = False) -> None:
     """Draw the report's figures of one run now and keep them with it (`SimResult.figures`): the
     process that ran a policy draws them while the others still run, and the report only
-    assembles the page."""
-    render(ReportData(title=result.scenario, results=[result], summaries=[summarize(result)]))
+    assembles the page. With `split`, a forked process draws every other figure meanwhile (where
+    processes can be forked): the last run to finish is the one the report waits for."""
+    data = ReportData(title=result.scenario, results=[result], summaries=[summarize(result)])
+    if not split or not hasattr(os, "fork"):
+        render(data)
+        return
+    receiving, sending = os.pipe()
+    helper = os.fork()
+    if helper == 0:  # pragma: no cover - the forked helper (its output is checked by the parent)
+        status = 1
+        try:
+            os.close(receiving)
+            _render_half(data, 1)
+            with os.fdopen(sending, "wb") as out:
+                out.write(pickle.dumps(result.figures))
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(sending)
+    _render_half(data, 0)
+    with os.fdopen(receiving, "rb") as incoming:
+        payload = incoming.read()
+    _, status = os.waitpid(helper, 0)
+    if status == 0 and payload:
+        result.figures.update(pickle.loads(payload))
+    else:
+        render(data)  # the helper failed: its figures are drawn here
+
+
+def _render_half(data: ReportData, half: int) -> None:
+    positions = itertools.count()
+    token = sections.DRAWING_ONLY.set(lambda: next(positions) % 2 == half)
+    try:
+        render(data)
+    finally:
+        sections.DRAWING_ONLY.reset(token)
 
 
 def write_report(data: ReportData, directory: Path) -> Path:

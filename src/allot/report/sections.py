@@ -9,6 +9,7 @@ Each returns HTML; figures come from `allot.report.plots`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 
 from allot.report import format as fmt
 from allot.report import plots
@@ -37,8 +38,16 @@ def _ratio_cell(value: float | None) -> str:
     return f'<span class="{css}">{value:.2f}</span>'
 
 
+# While set, asked once per figure in the page's order whether to draw it; the figures it
+# declines are left out of the page (see `allot.report.document.draw_figures`).
+DRAWING_ONLY: ContextVar[Callable[[], bool] | None] = ContextVar("DRAWING_ONLY", default=None)
+
+
 def _drawn(result: SimResult, name: str, draw: Callable[[SimResult], str]) -> str:
     """A figure of one run, drawn once and kept with the run (`SimResult.figures`)."""
+    only = DRAWING_ONLY.get()
+    if only is not None and not only():
+        return ""
     found = result.figures.get(name)
     if found is None:
         found = result.figures[name] = draw(result)

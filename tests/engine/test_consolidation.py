@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
+from allot.cluster.pod_info import PodInfo
 from allot.cluster.state import ClusterState
 from allot.engine.decisions import Bound, CycleResult, Evicted
 from allot.engine.engine import Engine, EnginePolicy
 from allot.engine.policy import ConsolidationConfig
 from allot.model.core import Pod
+from allot.scheduling.packing.consolidation import Consolidator
 from builders import node, pod
 
 GPU = "nvidia.com/gpu"
@@ -62,3 +66,32 @@ def test_higher_priority_pods_stay_and_the_move_budget_holds() -> None:
     # With one move allowed per cycle, that is too many: big waits.
     result = engine([*running, gpu_pod("big", 4)], max_moves=1).cycle()
     assert moves(result) == [] and "default/big" not in bound(result)
+
+
+def test_a_set_holding_a_pod_that_could_run_nowhere_else_is_not_tried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # n1 has two GPUs free, and two one-GPU pods: c, pinned to n1, started last (so it is the
+    # first one-move set), and d. n2 has one GPU free, n3 none. big needs three.
+    running = [gpu_pod("d", 1, on="n1")]
+    running.append(
+        pod("c", extended={GPU: "1"}, node_name="n1", node_selector={"kubernetes.io/hostname": "n1"})
+    )
+    running += [gpu_pod(f"y{i}", 1, on="n2") for i in range(3)]
+    running += [gpu_pod(f"z{i}", 1, on="n3") for i in range(4)]
+    tried: list[tuple[str, list[str]]] = []
+    real_move_out = Consolidator._move_out
+
+    def move_out(
+        self: Consolidator, member: str, index: int, chosen: list[PodInfo], allowed: object
+    ) -> object:
+        tried.append((self.state.nodes.infos[index].name, [v.key for v in chosen]))
+        return real_move_out(self, member, index, chosen, allowed)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Consolidator, "_move_out", move_out)
+    result = engine([*running, gpu_pod("big", 3)]).cycle()
+    # Moving c out of n1 would fail (it fits no other node): not tried. Two of n2's pods move to n1.
+    assert tried == [("n2", ["default/y1", "default/y2"])]
+    assert sorted(pod for pod, _ in moves(result)) == ["default/y1", "default/y2"]
+    assert bound(result)["default/big"] == "n2"
+    assert "default/c" not in bound(result)

@@ -19,6 +19,9 @@ transaction (the caller commits or rolls back):
    then the pod's tie-break order: the member is placed on the node and
    each pod taken off must be placed on another node, as the scheduler
    would place it; the first candidate where all of that works is kept.
+   A set that holds a pod that could run on no other node as the cluster
+   stands is not tried (it would fail), nor is a node whose movable pods
+   are all such pods (`_Relocatable`, one placement per class of pods).
 
 The unit is placed only if every member is, within `max_moves` moves in
 all, and only if the GPUs placed grow strictly (moving work around to place
@@ -85,6 +88,8 @@ class Consolidator:
         self.occupancy = occupancy
         self.max_moves = max_moves
         self.max_nodes = max_nodes
+        # Running pods' equivalence classes as pending pods: pod key -> (the pod record, its class).
+        self._classes: dict[str, tuple[object, bytes | None]] = {}
 
     @property
     def state(self) -> ClusterState:
@@ -172,10 +177,15 @@ class Consolidator:
             return None
         nodes = np.array([index for index, _ in candidates], dtype=np.int64)
         ties = dict(zip(nodes.tolist(), self.scheduler.tie_keys(member, nodes).tolist(), strict=True))
+        # A pod that could run on no other node as the cluster stands cannot be moved out: a node
+        # where every victim is such a pod, or a set that holds one, would fail when moved.
+        relocatable = _Relocatable(self.scheduler, allowed, self._classes)
         options: list[tuple[tuple[int, int, int], int, list[PodInfo]]] = []
         for index, victims in candidates:
+            if not any(relocatable(v) for v in victims):
+                continue
             chosen = self._fewest(member, index, victims, budget)
-            if chosen is not None:
+            if chosen is not None and all(relocatable(v) for v in chosen):
                 gpus = sum(_gpus(self.state, v.key) for v in chosen)
                 options.append(((len(chosen), gpus, ties[index]), index, chosen))
         options.sort(key=lambda option: option[0])
@@ -270,3 +280,76 @@ def _gpus(state: ClusterState, pod_key: str) -> int:
             continue
         count += sum(1 for r in allocation.devices.results if KIND_BY_DRIVER.get(r.driver) == "gpu")
     return count
+
+
+class _Relocatable:
+    """Whether a running pod could be placed on another node than its own as the cluster stands
+    (and so, at best, after a member takes its node): moving out one that cannot fails. Each pod
+    is judged once per search.
+
+    Pods of one equivalence class fit the same nodes, so one placement answers for the class:
+    a node found for it answers for a pod on any other node; no node found but the one it was
+    tried from, and only that node is left to check for a pod elsewhere."""
+
+    _LIMIT = 100_000
+
+    def __init__(
+        self, scheduler: Scheduler, allowed: BoolArray | None, classes: dict[str, tuple[object, bytes | None]]
+    ) -> None:
+        self.scheduler = scheduler
+        self.allowed = allowed
+        self._classes = classes
+        # class -> (the node a placement found, or None; the node it was tried from)
+        self._found: dict[bytes, tuple[int | None, int]] = {}
+        self._judged: dict[str, bool] = {}
+
+    def _class_of(self, info: PodInfo) -> bytes | None:
+        """The pod's class were it pending (its claims released): found once per pod record."""
+        known = self._classes.get(info.key)
+        if known is not None and known[0] is info.pod:
+            return known[1]
+        state = self.scheduler.state
+        with state.journal.transaction():  # rolled back: the pod stays where it is
+            state.unbind(info.key)
+            klass = self.scheduler.equivalence_class(info.key)
+        if len(self._classes) >= self._LIMIT:
+            self._classes.clear()
+        self._classes[info.key] = (info.pod, klass)
+        return klass
+
+    def __call__(self, info: PodInfo) -> bool:
+        judged = self._judged.get(info.key)
+        if judged is None:
+            judged = self._judged[info.key] = self._judge(info)
+        return judged
+
+    def _judge(self, info: PodInfo) -> bool:
+        home = info.node
+        if home is None:
+            return False
+        klass = self._class_of(info)
+        known = self._found.get(klass) if klass is not None else None
+        if known is not None and known[0] is not None and known[0] != home:
+            return True
+        scheduler = self.scheduler
+        state = scheduler.state
+        with state.journal.transaction():  # rolled back: the pod stays where it is
+            state.unbind(info.key)
+            if known is not None and known[0] is None and known[1] != home:
+                # Every node but known[1] was tried (in the same state but for `home`, which this
+                # pod leaves and may not use).
+                tried_from = known[1]
+                return self._allows(tried_from) and scheduler.fits_on(info.key, tried_from)
+            elsewhere = (
+                np.ones(state.nodes.size, dtype=np.bool_) if self.allowed is None else self.allowed.copy()
+            )
+            elsewhere[home] = False
+            with scheduler.kept_rotation():
+                outcome = scheduler.place(info.key, allowed=elsewhere)
+            found = state.nodes.index[outcome.node] if isinstance(outcome, Placement) else None
+        if klass is not None:
+            self._found[klass] = (found, home)
+        return found is not None
+
+    def _allows(self, index: int) -> bool:
+        return self.allowed is None or bool(self.allowed[index])

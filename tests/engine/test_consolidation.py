@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from msgspec.structs import replace
 
 from allot.cluster.pod_info import PodInfo
 from allot.cluster.state import ClusterState
 from allot.engine.decisions import Bound, CycleResult, Evicted
 from allot.engine.engine import Engine, EnginePolicy
 from allot.engine.policy import ConsolidationConfig
-from allot.model.core import Pod
+from allot.model.base import LabelSelector
+from allot.model.core import Affinity, Pod, PodAffinity, PodAffinityTerm
 from allot.scheduling.packing.consolidation import Consolidator
 from builders import node, pod
 
@@ -71,8 +73,8 @@ def test_higher_priority_pods_stay_and_the_move_budget_holds() -> None:
 def test_a_set_holding_a_pod_that_could_run_nowhere_else_is_not_tried(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # n1 has two GPUs free, and two one-GPU pods: c, pinned to n1, started last (so it is the
-    # first one-move set), and d. n2 has one GPU free, n3 none. big needs three.
+    # n1 has two GPUs free, and two one-GPU pods: c, whose node selector no node matches (it runs
+    # where it was bound), started last (so it is the first one-move set), and d. n2 has one GPU free, n3 none. big needs three.
     running = [gpu_pod("d", 1, on="n1")]
     running.append(
         pod("c", extended={GPU: "1"}, node_name="n1", node_selector={"kubernetes.io/hostname": "n1"})
@@ -95,3 +97,42 @@ def test_a_set_holding_a_pod_that_could_run_nowhere_else_is_not_tried(
     assert sorted(pod for pod, _ in moves(result)) == ["default/y1", "default/y2"]
     assert bound(result)["default/big"] == "n2"
     assert "default/c" not in bound(result)
+
+
+def _zoned_engine(pods: list[Pod]) -> Engine:
+    zones = {"n1": "a", "n2": "b", "n3": "b"}
+    nodes = [
+        node(name, extended={GPU: "4"}, labels={"topology.kubernetes.io/zone": zone})
+        for name, zone in zones.items()
+    ]
+    policy = EnginePolicy(queues=False, preemption=False, consolidation=ConsolidationConfig())
+    return Engine(ClusterState(nodes=nodes, pods=pods), policy=policy)
+
+
+def _one_per_zone(name: str) -> Pod:
+    """A one-GPU pod labelled app=x that no other app=x pod may share a zone with."""
+    term = PodAffinityTerm(
+        label_selector=LabelSelector(match_labels={"app": "x"}), topology_key="topology.kubernetes.io/zone"
+    )
+    base = pod(name, extended={GPU: "1"}, labels={"app": "x"})
+    affinity = Affinity(
+        pod_anti_affinity=PodAffinity(required_during_scheduling_ignored_during_execution=(term,))
+    )
+    return replace(base, spec=replace(base.spec, affinity=affinity))
+
+
+def test_pods_alike_are_judged_each_where_other_pods_decide_where_they_fit() -> None:
+    # Two app=x pods, one per zone: bound while n3 is down, one lands on n1 (zone a), the other on
+    # n2 (zone b). Then n3 (zone b) comes back, with a pod big may not move.
+    e = _zoned_engine([_one_per_zone("v1"), _one_per_zone("v2")])
+    e.state.set_node_ready("n3", False)
+    assert sorted(bound(e.cycle()).values()) == ["n1", "n2"]
+    on_n2 = next(p for p in ("default/v1", "default/v2") if e.state.pods[p].node == e.state.nodes.index["n2"])
+    e.state.set_node_ready("n3", True)
+    e.state.add_pod(gpu_pod("w", 1, on="n3", priority=10))
+    e.state.add_pod(gpu_pod("big", 4))
+    result = e.cycle()
+    # The pod on n1 can go nowhere else (zone b holds the other), which says nothing of the pod
+    # on n2: without it, zone b is free for it on n3. It moves there and big takes n2.
+    assert moves(result) == [(on_n2, "moved to node n3 to make room for default/big (consolidation)")]
+    assert bound(result)[on_n2] == "n3" and bound(result)["default/big"] == "n2"

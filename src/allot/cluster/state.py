@@ -485,6 +485,13 @@ class ClusterState:
         node = None if shared else index
         self._emit(ClusterEvent(ClusterEventKind.POD_LEFT, node, info.priority, pod_key))
 
+    def frees_devices_beyond_node(self, pod_key: str) -> bool:
+        """Whether the pod holds devices of pools not tied to its node (were it gone, other nodes
+        could use them)."""
+        return any(
+            self._frees_shared_devices(key) for _, key in self.pods[pod_key].claims if key in self.claims
+        )
+
     def _frees_shared_devices(self, claim_key: str) -> bool:
         allocation = self.claims[claim_key].status.allocation
         if allocation is None or not self._global_pools:

@@ -121,19 +121,8 @@ class Hints:
         return kinds
 
     def depends_on_other_nodes(self, pod_key: str) -> bool:
-        """Whether a pod could be kept from a node by pods on other nodes (for failures without a
-        diagnosis): it has inter-pod affinity, spreading or volumes, or some bound pod has
-        required anti-affinity."""
-        info = self.state.pods.get(pod_key)
-        if info is None:
-            return False
-        spec = info.pod.spec
-        if has_pod_affinity(info.pod) or spec.topology_spread_constraints or spec.volumes:
-            return True
-        if self.state.pod_index.has_terms(TermKind.REQUIRED_ANTI_AFFINITY):
-            return True
-        plugins = self.scheduler.plugins(spec.scheduler_name)
-        return plugins is not None and any(getattr(p, "hard_defaults", False) for p in plugins.mask_filters)
+        """Whether a pod could be kept from a node by pods on other nodes (see the function)."""
+        return depends_on_other_nodes(self.scheduler, pod_key)
 
     def wake_kinds(
         self, pod_key: str, diagnosis: Diagnosis, *, preempting: bool
@@ -270,3 +259,20 @@ class Hints:
             return False
         room = occupancy.whole_room(info, index, requests)
         return room is not None and room < requests[0]
+
+
+def depends_on_other_nodes(scheduler: Scheduler, pod_key: str) -> bool:
+    """Whether a pod could be kept from a node by pods on other nodes (for failures without a
+    diagnosis): it has inter-pod affinity, spreading or volumes, or some bound pod has required
+    anti-affinity."""
+    state = scheduler.state
+    info = state.pods.get(pod_key)
+    if info is None:
+        return False
+    spec = info.pod.spec
+    if has_pod_affinity(info.pod) or spec.topology_spread_constraints or spec.volumes:
+        return True
+    if state.pod_index.has_terms(TermKind.REQUIRED_ANTI_AFFINITY):
+        return True
+    plugins = scheduler.plugins(spec.scheduler_name)
+    return plugins is not None and any(getattr(p, "hard_defaults", False) for p in plugins.mask_filters)

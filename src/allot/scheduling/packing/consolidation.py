@@ -42,6 +42,7 @@ import numpy as np
 from allot.cluster.pod_info import PodInfo
 from allot.cluster.state import ClusterState
 from allot.scheduling.framework import BoolArray
+from allot.scheduling.hints import depends_on_other_nodes
 from allot.scheduling.node_statuses import NodeStatuses
 from allot.scheduling.packing.occupancy import PLUGIN_GPU_RESOURCE, GpuOccupancy
 from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
@@ -287,9 +288,12 @@ class _Relocatable:
     (and so, at best, after a member takes its node): moving out one that cannot fails. Each pod
     is judged once per search.
 
-    Pods of one equivalence class fit the same nodes, so one placement answers for the class:
-    a node found for it answers for a pod on any other node; no node found but the one it was
-    tried from, and only that node is left to check for a pod elsewhere."""
+    Pods of one equivalence class fit the same nodes, so a node found for one is a node for the
+    others on other nodes. That none was found but the one it was tried from answers for the
+    others (only that node is left to check) where no pod on another node could change that:
+    the class is kept from no node by pods elsewhere (affinity, spreading, anti-affinity), and
+    neither pod holds devices other nodes could use. A pod is judged not relocatable only by a
+    placement of its own or by that reasoning."""
 
     _LIMIT = 100_000
 
@@ -299,8 +303,9 @@ class _Relocatable:
         self.scheduler = scheduler
         self.allowed = allowed
         self._classes = classes
-        # class -> (the node a placement found, or None; the node it was tried from)
-        self._found: dict[bytes, tuple[int | None, int]] = {}
+        # class -> (the node a placement found, or None; the node it was tried from; whether
+        # pods elsewhere could not have changed that)
+        self._found: dict[bytes, tuple[int | None, int, bool]] = {}
         self._judged: dict[str, bool] = {}
 
     def _class_of(self, info: PodInfo) -> bytes | None:
@@ -333,13 +338,15 @@ class _Relocatable:
             return True
         scheduler = self.scheduler
         state = scheduler.state
+        local = not state.frees_devices_beyond_node(info.key)
         with state.journal.transaction():  # rolled back: the pod stays where it is
             state.unbind(info.key)
-            if known is not None and known[0] is None and known[1] != home:
+            if known is not None and known[0] is None and known[1] != home and known[2] and local:
                 # Every node but known[1] was tried (in the same state but for `home`, which this
                 # pod leaves and may not use).
                 tried_from = known[1]
                 return self._allows(tried_from) and scheduler.fits_on(info.key, tried_from)
+            local = local and not depends_on_other_nodes(scheduler, info.key)
             elsewhere = (
                 np.ones(state.nodes.size, dtype=np.bool_) if self.allowed is None else self.allowed.copy()
             )
@@ -348,7 +355,7 @@ class _Relocatable:
                 outcome = scheduler.place(info.key, allowed=elsewhere)
             found = state.nodes.index[outcome.node] if isinstance(outcome, Placement) else None
         if klass is not None:
-            self._found[klass] = (found, home)
+            self._found[klass] = (found, home, local)
         return found is not None
 
     def _allows(self, index: int) -> bool:

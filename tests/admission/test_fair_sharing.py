@@ -96,6 +96,25 @@ def test_share_is_summed_over_flavors_and_uses_parent_potential() -> None:
     assert state.shares.share(a).ratio == pytest.approx(300.0)
 
 
+def test_a_share_follows_its_queues_usage_through_changes_elsewhere_and_undos() -> None:
+    state = make_state(
+        CQ("a").cohort("c").quota("default", cpu=2), CQ("b").cohort("c").quota("default", cpu=8), config=FAIR
+    )
+    tree = state.tree
+    a, b = tree.cqs["a"], tree.cqs["b"]
+    tree.add_usage(a, {("default", "cpu"): 4000})
+    assert state.shares.share(a).ratio == pytest.approx(200.0)  # borrows 2 of the cohort's 10
+    assert state.shares.share(a) is state.shares.share(a)  # kept while a's usage stays
+    tree.add_usage(b, {("default", "cpu"): 1000})  # b's usage changes: a's share does not
+    assert state.shares.share(a).ratio == pytest.approx(200.0)
+    with tree.journal.transaction():  # a what-if on a's usage, rolled back
+        tree.add_usage(a, {("default", "cpu"): 2000})
+        assert state.shares.share(a).ratio == pytest.approx(400.0)
+    assert state.shares.share(a).ratio == pytest.approx(200.0)
+    tree.remove_usage(a, {("default", "cpu"): 3000})
+    assert not state.shares.share(a).borrowing
+
+
 def _drive(state, queues: dict[str, int], total: int) -> None:
     """Keep every queue saturated with 1-GPU workloads and admit until nothing fits."""
     t = 0

@@ -21,7 +21,7 @@ quotas, so it is cached per parent node until the tree's quotas change.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from allot.admission.resources import FlavorResource
@@ -88,11 +88,11 @@ def compare_drs(a: DRS, b: DRS) -> int:
 class ShareCalculator:
     """Computes DRS values; caches lendable capacity per parent node."""
 
-    def __init__(self, generation: Callable[[], int] | None = None) -> None:
-        """`generation` gives the quota tree's usage generation (equal generations mean equal
-        usage): shares are then cached per node until it changes."""
+    def __init__(self, *, cache: bool = False) -> None:
+        """With `cache`, shares are kept per node until its usage changes (`Node.usage_generation`:
+        a node's DRS reads only its own usage and quotas, and its parent's lendable capacity)."""
         self._lendable: dict[int, dict[str, int]] = {}
-        self._generation = generation
+        self._cache = cache
         self._shares: dict[int, tuple[int, DRS]] = {}
 
     def invalidate(self) -> None:
@@ -112,9 +112,9 @@ class ShareCalculator:
 
     def share(self, node: Node, extra: Mapping[FlavorResource, int] | None = None) -> DRS:
         """DRS of `node`, with `extra` usage added to it (the node's own usage only)."""
-        if extra or self._generation is None:
+        if extra or not self._cache:
             return self._share(node, extra)
-        generation = self._generation()
+        generation = node.usage_generation
         cached = self._shares.get(id(node))
         if cached is not None and cached[0] == generation:
             return cached[1]

@@ -107,7 +107,7 @@ class AdmissionState:
         self.namespace_labels: dict[str, dict[str, str]] = {
             ns.name: dict(ns.metadata.labels) for ns in namespaces
         }
-        self.shares = ShareCalculator(lambda: self.tree.generation)
+        self.shares = ShareCalculator(cache=True)
         self.afs: AdmissionFairSharing | None = None
         if self.config.afs is not None:
             self.afs = AdmissionFairSharing(self.config.afs, self.journal, start=start_time)

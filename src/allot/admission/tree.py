@@ -48,6 +48,7 @@ class Node:
         "parent",
         "subtree_quota",
         "usage",
+        "usage_generation",
         "weight",
     )
 
@@ -63,6 +64,9 @@ class Node:
         self.lending_limit: dict[FlavorResource, int] = {}
         self.subtree_quota: dict[FlavorResource, int] = {}
         self.usage: Usage = {}
+        # The tree's generation when this node's usage or quotas last changed (restored on undo):
+        # equal values mean the same usage here, whatever changed elsewhere.
+        self.usage_generation = 0
 
     def __repr__(self) -> str:
         return f"<{'ClusterQueue' if self.is_cq else 'Cohort'} {self.name}>"
@@ -249,6 +253,8 @@ class QuotaTree:
         for root in self.roots():
             _recompute(root)
         self._new_generation()
+        for node in (*self.cohorts.values(), *self.cqs.values()):
+            node.usage_generation = self.generation
 
     def _new_generation(self) -> None:
         self.generation = self._next_generation
@@ -277,9 +283,11 @@ class QuotaTree:
         else:
             usage.pop(fr, None)
         generation = self.generation
+        node_generation = node.usage_generation
         self._new_generation()
+        node.usage_generation = self.generation
         if self.journal.recording:
-            self.journal.record(_Restore(self, usage, fr, old, generation))
+            self.journal.record(_Restore(self, node, fr, old, generation, node_generation))
 
     def add_usage(self, cq: Node, usage: Mapping[FlavorResource, int]) -> None:
         """Charge `usage` to a ClusterQueue; the excess over each local part bubbles up."""
@@ -312,24 +320,33 @@ class QuotaTree:
 
 
 class _Restore:
-    """Undo step for one usage cell and the generation before it (a class: cheaper than a closure)."""
+    """Undo step for one usage cell and the generations before it (a class: cheaper than a closure)."""
 
-    __slots__ = ("fr", "generation", "old", "tree", "usage")
+    __slots__ = ("fr", "generation", "node", "node_generation", "old", "tree")
 
     def __init__(
-        self, tree: QuotaTree, usage: Usage, fr: FlavorResource, old: int | None, generation: int
+        self,
+        tree: QuotaTree,
+        node: Node,
+        fr: FlavorResource,
+        old: int | None,
+        generation: int,
+        node_generation: int,
     ) -> None:
         self.tree = tree
-        self.usage = usage
+        self.node = node
         self.fr = fr
         self.old = old
         self.generation = generation
+        self.node_generation = node_generation
 
     def __call__(self) -> None:
+        usage = self.node.usage
         if self.old is None:
-            self.usage.pop(self.fr, None)
+            usage.pop(self.fr, None)
         else:
-            self.usage[self.fr] = self.old
+            usage[self.fr] = self.old
+        self.node.usage_generation = self.node_generation
         self.tree.generation = self.generation
 
 

@@ -36,8 +36,7 @@ class Admitted:
     evicting: bool = False
 
     def uses_any(self, frs: frozenset[FlavorResource]) -> bool:
-        usage = self.usage
-        return any(fr in usage for fr in frs)
+        return not self.usage.keys().isdisjoint(frs)
 
 
 def pending_key(

@@ -81,6 +81,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+PORT_ATTEMPTS = 5
+
+
+def _port_taken(failure: ControlPlaneError) -> bool:
+    return "address already in use" in str(failure)
+
+
 def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
@@ -220,14 +227,31 @@ class ControlPlane:
         return f"https://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        """etcd and kube-apiserver, ready to serve, with the admin kubeconfig written."""
+        """etcd and kube-apiserver, ready to serve, with the admin kubeconfig written.
+
+        A port found free can be taken by another process before a server binds it (tests run
+        in parallel, and outgoing connections take ports too): then new ports are tried."""
         if not self.certs.ca_cert.exists():
             self.certs.make()
-        self._write_kubeconfig(self.kubeconfig, user={
-            "client-certificate": str(self.certs.admin_cert), "client-key": str(self.certs.admin_key),
-        })  # fmt: skip
-        self._start_etcd()
-        self.start_apiserver()
+        for attempt in range(PORT_ATTEMPTS):
+            try:
+                self._start_etcd()
+                break
+            except ControlPlaneError as failure:
+                if attempt + 1 == PORT_ATTEMPTS or not _port_taken(failure):
+                    raise
+                self.etcd_port, self.etcd_peer_port = free_port(), free_port()
+        for attempt in range(PORT_ATTEMPTS):
+            self._write_kubeconfig(self.kubeconfig, user={
+                "client-certificate": str(self.certs.admin_cert), "client-key": str(self.certs.admin_key),
+            })  # fmt: skip
+            try:
+                self.start_apiserver()
+                return
+            except ControlPlaneError as failure:
+                if attempt + 1 == PORT_ATTEMPTS or not _port_taken(failure):
+                    raise
+                self.port = free_port()
 
     def stop(self) -> None:
         for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):

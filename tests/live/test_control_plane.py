@@ -6,9 +6,14 @@ If these fail, every live test that follows would prove nothing; they run first 
 from __future__ import annotations
 
 import json
+import socket
 import time
+from pathlib import Path
+
+import pytest
 
 from controlplane import ControlPlane
+from controlplane.plane import binaries_folder, skip_reason
 
 NODE = """
 apiVersion: v1
@@ -92,3 +97,22 @@ def test_api_server_restarts_and_keeps_its_data(fresh_control_plane: ControlPlan
     plane.kubectl("create", "namespace", "kept")
     plane.restart_apiserver()
     assert "kept" in plane.kubectl("get", "namespaces", "-o", "name")
+
+
+def test_a_port_taken_before_the_api_server_binds_it_is_replaced(tmp_path: Path) -> None:
+    if binaries_folder() is None:
+        pytest.skip(skip_reason())
+    plane = ControlPlane(tmp_path / "plane")
+    taken = plane.port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        # Another process binds the port between the plane choosing it and the server starting.
+        squatter.bind(("127.0.0.1", taken))
+        squatter.listen()
+        try:
+            plane.start()
+            assert plane.port != taken
+            # The kubeconfig names the port the server listens on.
+            assert f":{plane.port}" in (tmp_path / "plane" / "admin.kubeconfig").read_text()
+            assert plane.kubectl("get", "--raw", "/readyz").strip() == "ok"
+        finally:
+            plane.stop()

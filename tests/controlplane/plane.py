@@ -29,7 +29,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,8 +84,16 @@ def free_port() -> int:
 PORT_ATTEMPTS = 5
 
 
-def _port_taken(failure: ControlPlaneError) -> bool:
-    return "address already in use" in str(failure)
+def _on_free_ports(start: Callable[[], None], new_ports: Callable[[], None]) -> None:
+    """Run `start`; while it fails because its port was taken meanwhile, take new ports and retry."""
+    for attempt in range(PORT_ATTEMPTS):
+        try:
+            start()
+            return
+        except ControlPlaneError as failure:
+            if attempt + 1 == PORT_ATTEMPTS or "address already in use" not in str(failure):
+                raise
+            new_ports()
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -233,25 +241,20 @@ class ControlPlane:
         in parallel, and outgoing connections take ports too): then new ports are tried."""
         if not self.certs.ca_cert.exists():
             self.certs.make()
-        for attempt in range(PORT_ATTEMPTS):
-            try:
-                self._start_etcd()
-                break
-            except ControlPlaneError as failure:
-                if attempt + 1 == PORT_ATTEMPTS or not _port_taken(failure):
-                    raise
-                self.etcd_port, self.etcd_peer_port = free_port(), free_port()
-        for attempt in range(PORT_ATTEMPTS):
-            self._write_kubeconfig(self.kubeconfig, user={
-                "client-certificate": str(self.certs.admin_cert), "client-key": str(self.certs.admin_key),
-            })  # fmt: skip
-            try:
-                self.start_apiserver()
-                return
-            except ControlPlaneError as failure:
-                if attempt + 1 == PORT_ATTEMPTS or not _port_taken(failure):
-                    raise
-                self.port = free_port()
+        _on_free_ports(self._start_etcd, self._new_etcd_ports)
+        _on_free_ports(self._start_apiserver_writing_kubeconfig, self._new_apiserver_port)
+
+    def _new_etcd_ports(self) -> None:
+        self.etcd_port, self.etcd_peer_port = free_port(), free_port()
+
+    def _new_apiserver_port(self) -> None:
+        self.port = free_port()
+
+    def _start_apiserver_writing_kubeconfig(self) -> None:
+        self._write_kubeconfig(self.kubeconfig, user={
+            "client-certificate": str(self.certs.admin_cert), "client-key": str(self.certs.admin_key),
+        })  # fmt: skip
+        self.start_apiserver()
 
     def stop(self) -> None:
         for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):

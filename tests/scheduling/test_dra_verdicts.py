@@ -68,41 +68,33 @@ def _docs(nodes: int, *, partitioned_elsewhere: bool = False) -> list[dict[str, 
         )
     if partitioned_elsewhere:
         # node-0's GPU partitions: a counter set in one slice, the partitions in another.
-        docs.append(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceSlice",
-                "metadata": {"name": "mig-counters"},
-                "spec": {
-                    "driver": DRIVER,
-                    "nodeName": "node-0",
-                    "pool": {"name": "mig", "generation": 1, "resourceSliceCount": 2},
-                    "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}],
-                },
-            }
-        )
-        docs.append(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceSlice",
-                "metadata": {"name": "mig-devices"},
-                "spec": {
-                    "driver": DRIVER,
-                    "nodeName": "node-0",
-                    "pool": {"name": "mig", "generation": 1, "resourceSliceCount": 2},
-                    "devices": [
-                        {
-                            "name": f"mig-{m}",
-                            "consumesCounters": [
-                                {"counterSet": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}
-                            ],
-                        }
-                        for m in range(2)
-                    ],
-                },
-            }
-        )
+        counters = {"sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}]}
+        partitions = {
+            "devices": [
+                {
+                    "name": f"mig-{m}",
+                    "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}],
+                }
+                for m in range(2)
+            ]
+        }
+        docs += [_mig_slice("mig-counters", counters), _mig_slice("mig-devices", partitions)]
     return docs
+
+
+def _mig_slice(name: str, content: dict[str, object]) -> dict[str, object]:
+    """One of the two slices of node-0's partitioned GPU (pool `mig`)."""
+    spec = {
+        "driver": DRIVER,
+        "nodeName": "node-0",
+        "pool": {"name": "mig", "generation": 1, "resourceSliceCount": 2},
+    }
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": spec | content,
+    }
 
 
 def _pod(name: str, memory: str) -> list[dict[str, object]]:

@@ -348,10 +348,15 @@ class DynamicResources:
         return signature, layout.signature, device_index.usage(layout)
 
     def _chosen(
-        self, cycle: Cycle, data: _PodClaims, index: int, claims: list[ResourceClaim]
+        self,
+        cycle: Cycle,
+        data: _PodClaims,
+        index: int,
+        claims: list[ResourceClaim],
+        extended: tuple[ResourceClaim, tuple[Any, ...]] | None,
     ) -> tuple[tuple[str, tuple[bytes, bytes, object]] | None, Allocation | None]:
         """The chooser's earlier answer to the same problem on the same node, given to these claims."""
-        problem = self._problem(cycle, data, index, self._extended_for(cycle, data, index))
+        problem = self._problem(cycle, data, index, extended)
         if problem is None:
             return None, None
         key = (cycle.state.nodes.infos[index].name, problem)
@@ -378,7 +383,7 @@ class DynamicResources:
             if choose and self.chooser is not None:
                 # The chooser searches and compares many allocations: its answer is kept per
                 # node and problem, and given to the next pod that poses the same one there.
-                choice_key, known = self._chosen(cycle, data, index, claims)
+                choice_key, known = self._chosen(cycle, data, index, claims, extended)
                 if known is not None:
                     outcome: Allocation | NoAllocation = known
                 else:

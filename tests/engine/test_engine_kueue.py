@@ -158,3 +158,44 @@ def test_a_preemption_that_freed_no_room_is_not_tried_again_until_a_node_could_h
     assert [(b.pod, b.node) for b in placed.bound] == [("default/high", "n2")]
     assert sorted(e.pod for e in placed.evicted) == ["default/low1", "default/low2"]
     assert check(engine.state) == []
+
+
+def group_pod_yaml(name: str, group: str, count: int, gpus: int) -> str:
+    return pod_yaml(name, gpus).replace(
+        "labels: {kueue.x-k8s.io/queue-name: q}",
+        f"labels: {{kueue.x-k8s.io/queue-name: q, kueue.x-k8s.io/pod-group-name: {group}}}, "
+        f"annotations: {{kueue.x-k8s.io/pod-group-total-count: '{count}'}}",
+    )
+
+
+def test_pods_that_leave_the_cluster_take_their_workload_and_its_quota_with_them() -> None:
+    # What a live driver sees: a running pod completes (dropped from the state), a pending one is
+    # deleted. The first releases its quota, the second leaves its queue, and the next in line runs.
+    engine = engine_for(node_yaml("n1", 8), *(pod_yaml(name, 4) for name in ("a", "b", "c", "d")))
+    assert [d.pod for d in engine.cycle(0.0).bound] == ["default/a", "default/b"]
+    state, admission = engine.state, engine.admission
+    assert admission is not None
+    state.drop_pod("default/a")
+    engine.pod_deleted("default/a", 1.0)
+    state.drop_pod("default/c")
+    engine.pod_deleted("default/c", 1.0)
+    assert "default/a" not in admission.entries and "default/c" not in admission.entries
+    assert [d.pod for d in engine.cycle(1.0).bound] == ["default/d"]
+    assert admission.usage("team")[("gpu", "nvidia.com/gpu")] == 8
+    assert check(state) == []
+
+
+def test_a_pending_pod_group_short_of_a_deleted_pod_waits_for_it() -> None:
+    engine = engine_for(
+        node_yaml("n1", 4), pod_yaml("big", 4), *(group_pod_yaml(f"g{i}", "g", 2, 2) for i in range(2))
+    )
+    assert [d.pod for d in engine.cycle(0.0).bound] == ["default/big"]
+    engine.state.drop_pod("default/g0")
+    engine.pod_deleted("default/g0", 1.0)
+    engine.workload_finished("default/big", 1.0)
+    engine.state.drop_pod("default/big")
+    result = engine.cycle(1.0)
+    # The group is whole no more: its remaining pod waits for the missing one instead of running alone.
+    assert result.bound == []
+    assert engine.admission is not None
+    assert engine.admission.pending_reason("default/g") == "pod group 'g' has 1 of 2 pods"

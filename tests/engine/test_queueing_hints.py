@@ -12,11 +12,11 @@ from allot.cluster.events import ClusterEvent, ClusterEventKind
 from allot.cluster.state import ClusterState
 from allot.engine.engine import Engine, EnginePolicy
 from allot.engine.queueing import QueueingConfig
-from allot.model.core import Taint, Toleration
+from allot.model.core import Pod, Taint, Toleration
 from allot.model.loader import load_text
 from builders import node, pod
 
-from .counting import tried_pods
+from .counting import calls, tried_pods
 from .test_engine_kueue import QUEUES, node_yaml, pod_yaml
 
 
@@ -218,3 +218,52 @@ def test_a_node_left_with_too_few_whole_gpus_is_ruled_out_by_count_before_its_fi
     assert probed == [] and tried == []
     state.remove_pod("default/a")
     assert [d.node for d in engine.cycle().bound] == ["n1"] and tried == ["default/want"]
+
+
+def test_a_wake_observed_after_the_admission_phase_is_kept_for_the_next_cycle() -> None:
+    # The consolidation phase observes its moves after the admission phase: a group woken there is
+    # tried in the next cycle, not taken for still failing because its wake came in the last one.
+    pods = [pod_yaml(f"w{i}", 4) for i in range(4)]
+    engine = kueue_engine(node_yaml("n1", 4), *pods)
+    assert [d.pod for d in engine.cycle(0.0).bound] == ["default/w0"]
+    engine.workload_finished("default/w0", 1.0)
+    engine.state.remove_pod("default/w0")
+    engine._observe(1.0, None)  # what the consolidation phase does at the end of a cycle
+    tried = tried_pods(engine)
+    assert [d.pod for d in engine.cycle(2.0).bound] == ["default/w1"]
+    assert tried == ["default/w1", "default/w2"]
+
+
+def test_a_group_whose_woken_member_left_wakes_the_next_member() -> None:
+    pods = [pod_yaml(f"w{i}", 4) for i in range(4)]
+    engine = kueue_engine(node_yaml("n1", 4), *pods)
+    engine.cycle(0.0)
+    engine.workload_finished("default/w0", 1.0)
+    engine.state.remove_pod("default/w0")
+    engine._observe(1.0, None)  # the group wakes and w1, first in line, is requeued
+    engine.state.remove_pod("default/w1")  # ... and deleted before its turn
+    engine.pod_deleted("default/w1")
+    tried = tried_pods(engine)
+    assert [d.pod for d in engine.cycle(2.0).bound] == ["default/w2"]
+    assert tried == ["default/w2", "default/w3"]
+
+
+def test_equivalent_preempting_workloads_wait_as_one() -> None:
+    # Quota for 8 GPUs, all of it held by low-priority pods; three 8-GPU pods of higher priority
+    # could preempt them for quota, but no node has 8 GPUs: the first fails its placement, and the
+    # two alike behind it wait on its verdict instead of evicting and placing in turn.
+    lows = [pod_yaml(f"low{i}", 4) for i in range(2)]
+    highs = [pod_yaml(f"high{i}", 8, priority=10) for i in range(3)]
+    engine = kueue_engine(node_yaml("n1", 4), node_yaml("n2", 4), *lows)
+    assert len(engine.cycle(0.0).bound) == 2
+    for document in highs:
+        engine.state.add_pod(load_text(document).of_kind(Pod)[0])
+    tried = tried_pods(engine)
+    result = engine.cycle(1.0)
+    assert result.bound == [] and {d.pod for d in result.waiting} == {f"default/high{i}" for i in range(3)}
+    assert tried == ["default/high0"]
+    # A low pod finishing frees a node: the group's first member is looked at again, and alone.
+    engine.workload_finished("default/low0", 2.0)
+    engine.state.remove_pod("default/low0")
+    looked = calls(engine, "fits_on")
+    assert engine.cycle(2.0).bound == [] and set(looked) == {"default/high0"}

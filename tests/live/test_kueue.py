@@ -88,6 +88,29 @@ def test_a_flood_borrows_the_idle_quota_and_the_other_tenant_reclaims_it(plane: 
     assert all(p["spec"].get("nodeName") for p in pods(plane, "steady").values())
 
 
+def test_finished_and_deleted_workloads_give_their_quota_to_the_next_in_line(plane: ControlPlane) -> None:
+    with AllotProcess(plane) as allot:
+        for i in range(11):
+            plane.apply(_queued(f"flood-{i}", "flood"))
+        eventually(lambda: len(bound_nodes(plane, "flood")) == 8, what="flood admitted up to the cohort")
+        running = sorted(bound_nodes(plane, "flood"))
+        waiting = sorted(set(pods(plane, "flood")) - set(running))
+        # One pending workload is deleted: it leaves its queue (nothing else changes).
+        plane.kubectl("delete", "pod", "-n", "flood", waiting[0], "--wait=false")
+        # Two running ones complete (their kubelet would report it) and one is deleted: three CPUs
+        # of quota come back, and the two still pending are admitted.
+        for name in running[:2]:
+            plane.request("PATCH", f"/api/v1/namespaces/flood/pods/{name}/status", {"status": {"phase": "Succeeded"}},
+                          content_type="application/merge-patch+json")  # fmt: skip
+        plane.kubectl("delete", "pod", "-n", "flood", running[2], "--grace-period=0", "--force")
+        eventually(lambda: set(waiting[1:]) <= set(bound_nodes(plane, "flood")), what="the rest admitted")
+        cq = eventually(lambda: (q := plane.get("clusterqueue", "flood")).get("status", {}).get("admittedWorkloads") == 7 and q,
+                        what="ClusterQueue status")  # fmt: skip
+        assert cq["status"]["pendingWorkloads"] == 0
+        assert cq["status"]["flavorsUsage"][0]["resources"][0]["total"] == "7"
+        assert allot.alive(), allot.output()[-3000:]
+
+
 def _now(offset_seconds: float = 0.0) -> str:
     import datetime
 

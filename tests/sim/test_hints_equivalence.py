@@ -142,6 +142,14 @@ def test_random_small_traces(
     assert_same(prepared(text, policies=["fifo-priority", "fair"]))
 
 
+def test_a_woken_pod_sees_the_room_a_preemption_freed_in_its_cycle() -> None:
+    # Found by a longer run of the test above: a class woken for room on one node, taken there by a
+    # preemptor in the same cycle, must still be tried on the node the preemptor's gang victims left.
+    jobs = [(0, 9, 3, False, 3, "top"), (0, 11, 2, False, 1, "top"), (0, 14, 3, False, 1, "normal"),
+            (0, 14, 3, True, 1, "normal")]  # fmt: skip
+    assert_same(prepared(scenario_text(2, 4, [1], jobs, False), policies=["fifo-priority"]))
+
+
 def with_pod_constraints(p: Prepared) -> Prepared:
     """The same trace with pods kept apart by their tenant: every other shape's pods by required
     anti-affinity per node, the rest by a DoNotSchedule spread over nodes (max skew 1)."""

@@ -243,16 +243,51 @@ class Engine(PodPath, Consolidating, Reserving):
         if info is not None and self.ours(info) and self.queued(info) and pod_key not in self._submitted:
             self._arrived_queued.append(pod_key)
 
-    def pod_deleted(self, pod_key: str) -> None:
-        """A pod left the cluster for good: forget what the engine remembered of it, so a new pod
-        with the same name starts afresh (drivers call this after removing it from the state)."""
+    def pod_deleted(self, pod_key: str, now: float | None = None) -> None:
+        """A pod left the cluster for good (deleted, or completed): forget what the engine remembered
+        of it, so a new pod with the same name starts afresh (drivers call this after removing it
+        from the state). Its Kueue workload follows it: one admitted releases its quota once none of
+        its pods is left; one pending is withdrawn, and its remaining pods queue again as a new
+        workload (a pod group short of a pod waits for it, as in Kueue)."""
         self._queue.forget([pod_key])
         self._gated.discard(pod_key)
         for members in self._groups.values():
             members.discard(pod_key)
         self._creation.pop(pod_key, None)
+        if self.admission is not None and pod_key in self._submitted:
+            self._workload_lost(pod_key, now)
         self._submitted.discard(pod_key)
         self._original.pop(pod_key, None)
+
+    def _workload_lost(self, pod_key: str, now: float | None) -> None:
+        admission = self.admission
+        assert admission is not None
+        admitted = self._workload_of_pod.pop(pod_key, None)
+        if admitted is not None:
+            if admitted not in self._workload_of_pod.values() and admission.is_admitted(admitted):
+                self._forget_workload(admitted)
+                admission.remove(admitted, now)
+            return
+        pending = workload_pods(admission.entries).get(pod_key)
+        entry = admission.entries.get(pending) if pending is not None else None
+        if pending is None or entry is None:
+            return
+        self._forget_workload(pending)
+        admission.remove(pending, now)
+        pods = self.state.pods
+        for other in sorted(entry.workload.pods):
+            info = pods.get(other)
+            if other != pod_key and info is not None and not info.bound:
+                self._submitted.discard(other)
+                self._arrived_queued.append(other)
+
+    def _forget_workload(self, workload_key: str) -> None:
+        """Drop the engine's memory of a workload that leaves admission."""
+        self._told.pop(workload_key, None)
+        if self._placement_waits is not None:
+            self._placement_waits.turn_ended(workload_key)
+        if self._futile is not None:
+            self._futile.forget(workload_key)
 
     def pending_reasons(self, last: Mapping[str, str]) -> dict[str, str]:
         """Every pending pod this engine schedules, with why it waits.
@@ -389,6 +424,8 @@ class Engine(PodPath, Consolidating, Reserving):
             if assignment.mode == Mode.NO_FIT:
                 reason = assignment.reason or "; ".join(r for ps in assignment.pod_sets for r in ps.reasons)
                 admission.park(workload, ParkReason.quota(reason))
+                if waits is not None:
+                    waits.turn_ended(workload.key)
                 self._tell_waiting(decisions, workload, reason)
                 continue
             probes = self._probes(workload.pods)
@@ -440,7 +477,9 @@ class Engine(PodPath, Consolidating, Reserving):
                 admission.park(
                     workload, ParkReason.quota(failure) if quota else ParkReason.placement(failure)
                 )
-                if not quota and waits is not None:
+                if waits is not None and quota:
+                    waits.turn_ended(workload.key)
+                elif waits is not None:
                     waits.park(workload.key, assignment, probes, failure)
                 if not quota and targets and self._futile is not None:
                     self._futile.failed(workload, assignment, (t.workload_key for t in targets), failure)
@@ -450,9 +489,9 @@ class Engine(PodPath, Consolidating, Reserving):
             decisions.extend(evicted)
             if self._futile is not None:
                 self._futile.forget(workload.key)
-            self._admitted(workload, candidate.cluster_queue, assignment, placements, decisions)
             if waits is not None:
                 waits.admitted(workload.key, group)
+            self._admitted(workload, candidate.cluster_queue, assignment, placements, decisions)
             self._observe(now, None)
         self._report_parked_in_cycle(decisions)
         if self._futile is not None and len(self._futile) > 2 * len(admission.entries) + 64:
@@ -547,7 +586,7 @@ class Engine(PodPath, Consolidating, Reserving):
         decisions.append(Admitted(workload.key, cluster_queue, flavors, assignment.borrows))
         self._told.pop(workload.key, None)
         if self._placement_waits is not None:
-            self._placement_waits.forget(workload.key)
+            self._placement_waits.turn_ended(workload.key)
 
     def _place_workload(self, workload: Workload, assignment: object) -> list[Placement] | str:
         """Place every pod of the workload on its flavor's nodes; a reason string if any does not fit."""

@@ -232,21 +232,28 @@ class SchedulingQueue:
                     for e in relevant
                     if e.local and e.node is not None and e.kind not in parked.anywhere
                 )
-            if klass in self._awake or not parked.members:
+            if not parked.members or not hint(parked.members[0][1], parked, relevant):
                 continue
-            if hint(parked.members[0][1], parked, relevant):
-                nodes: WakeNodes = None
-                if all(e.local and e.kind not in parked.anywhere for e in relevant):
-                    nodes = frozenset(e.node for e in relevant if e.node is not None)
-                self._wake(klass, position, now, nodes)
+            nodes: WakeNodes = None
+            if all(e.local and e.kind not in parked.anywhere for e in relevant):
+                nodes = frozenset(e.node for e in relevant if e.node is not None)
+            if klass in self._awake:
+                # Its released member has not had its turn yet: the nodes it may check at its turn
+                # grow by these (a member woken for room that others took may find room here).
+                self._widen(klass, nodes)
+                continue
+            self._wake(klass, position, now, nodes)
+
+    def _widen(self, klass: ClassKey, nodes: WakeNodes) -> None:
+        known = self._woken_by.get(klass)
+        self._woken_by[klass] = None if known is None or nodes is None else known | nodes
 
     def _wake(self, klass: ClassKey, position: OrderKey | None, now: float, nodes: WakeNodes = None) -> None:
         parked = self._parked.get(klass)
         if parked is None:
             return
         if klass in self._awake:
-            known = self._woken_by.get(klass)
-            self._woken_by[klass] = None if known is None or nodes is None else known | nodes
+            self._widen(klass, nodes)
         else:
             self._woken_by[klass] = nodes
         wait = self.config.backoff(parked.attempts)

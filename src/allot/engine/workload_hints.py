@@ -31,12 +31,19 @@ workload been in line since the cycle began. Every speaker of a group is
 judged before any is requeued, so a group whose speaker was taken back into
 line by another's wake is still woken.
 
-Workloads that fit quota outright and have the same ClusterQueue, LocalQueue,
-Kueue equivalence (priority and pod-set shapes), flavors and pod classes
-form a *group*: they fit or fail alike, whatever the nodes. A group waits
-as one: woken, its first member (in queue order) is requeued, and each
-member admitted requeues the next; a workload of a group that failed and
-was not woken since waits without a placement attempt.
+Workloads with the same ClusterQueue, LocalQueue, Kueue equivalence
+(priority and pod-set shapes), flavor assignment (mode and flavors) and pod
+classes form a *group*: they fit or fail alike, whatever the nodes. That
+holds for workloads that must preempt too: the same quota gives them the
+same victims (their timestamps join the group where an equal-priority newer
+workload may be preempted, as the victims then depend on it). A group waits
+as one: woken, its first member (in queue order) is requeued; each member
+admitted requeues the next, and so does a member whose turn ends otherwise
+than failing in the group again (parked for quota, admitted by a
+consolidation move, deleted); a workload of a group that failed and was not
+woken since waits without a placement attempt. A wake lasts until the group
+fails again, across cycles: the consolidation phase observes its moves
+after the admission phase, and the group it wakes is tried next cycle.
 
 `hints=False` requeues every parked workload every cycle, one by one, with
 no group short cut: the reference the hints are tested against.
@@ -50,6 +57,7 @@ from dataclasses import dataclass
 
 from allot.admission.flavors import Assignment, Mode
 from allot.admission.queues import SortKey
+from allot.admission.quota import LOWER_OR_NEWER_EQUAL_PRIORITY
 from allot.admission.state import AdmissionState
 from allot.cluster.events import NODE_EVENTS, NODE_LOCAL, POD_EVENTS, ClusterEvent, ClusterEventKind
 
@@ -108,8 +116,12 @@ class PlacementWaits:
         # group -> (order time, key) of its waiting members; the reason the group failed with.
         self._groups: dict[Group, list[tuple[float, str]]] = {}
         self._reasons: dict[Group, str] = {}
-        # Groups woken this cycle: a member admitted requeues the next.
+        # Groups woken and not failed since: a member admitted requeues the next, and a member that
+        # comes to the head of its queue is tried. A wake outlives the cycle it came in (the
+        # consolidation phase wakes groups after the admission phase; they are tried next cycle).
         self._awake: set[Group] = set()
+        # Members a group's wake requeued, until their turn ends (parked, admitted or gone).
+        self._woken: dict[str, Group] = {}
         self._generation = admission.tree.generation
         # Waiting workloads outside any group.
         self._solo: set[str] = set()
@@ -123,18 +135,28 @@ class PlacementWaits:
         return len(self._waits)
 
     def group_of(self, key: str, assignment: Assignment, probes: tuple[str, ...]) -> Group | None:
-        """The group of a pending workload with this assignment (None when it has to preempt)."""
+        """The group of a pending workload with this assignment (None when it does not fit quota)."""
         entry = self.admission.entries.get(key)
-        if entry is None or entry.cluster_queue is None or assignment.mode is not Mode.FIT:
+        if entry is None or entry.cluster_queue is None or assignment.mode is Mode.NO_FIT:
             return None
         classes = tuple(sorted(repr(self.probe_class(p)) for p in probes))
+        # Victims depend on the preemptor's queue, priority and usage, and on its timestamp only
+        # where an equal-priority newer workload may be preempted.
+        stamp = entry.order_time if self._stamped(assignment) else None
         return (
             entry.cluster_queue,
             entry.local_queue,
             entry.equivalence(),
             assignment_signature(assignment),
             classes,
+            stamp,
         )
+
+    def _stamped(self, assignment: Assignment) -> bool:
+        if assignment.mode is not Mode.PREEMPT:
+            return False
+        policy = self.admission.policies[assignment.cluster_queue].preemption
+        return LOWER_OR_NEWER_EQUAL_PRIORITY in (policy.within_cluster_queue, policy.reclaim_within_cohort)
 
     def waiting_reason(self, group: Group | None) -> str | None:
         """Why a workload of `group` would fail now, if its group failed and was not woken since."""
@@ -147,6 +169,7 @@ class PlacementWaits:
         assert entry.cluster_queue is not None
         group = self.group_of(key, assignment, probes)
         self.forget(key)
+        self._pass_turn(key, unless=group)
         queue = self.admission.queues[entry.cluster_queue]
         line = (entry.cluster_queue, entry.local_queue if queue.by_local_queue else "")
         place = queue.sort_key(key)
@@ -188,15 +211,28 @@ class PlacementWaits:
         if not members:
             self._groups.pop(wait.group, None)
             self._reasons.pop(wait.group, None)
+            self._awake.discard(wait.group)
 
     def admitted(self, key: str, group: Group | None) -> None:
         """A workload was admitted: the next member of its woken group gets its turn."""
         self.forget(key)
+        self._pass_turn(key, unless=group)
         if group is not None and group in self._awake:
             self._wake_head(group)
 
+    def turn_ended(self, key: str) -> None:
+        """A workload no longer waits for room (parked for quota, admitted by a move, deleted): if a
+        wake had requeued it, the next member of its group gets the turn it would have passed on."""
+        self.forget(key)
+        self._pass_turn(key)
+
+    def _pass_turn(self, key: str, unless: Group | None = None) -> None:
+        # A turn that ended in `unless` (the group failed again or admitted it) passes on there.
+        woken = self._woken.pop(key, None)
+        if woken is not None and woken != unless and woken in self._awake:
+            self._wake_head(woken)
+
     def begin_cycle(self) -> None:
-        self._awake.clear()
         self._offered.clear()
         if not self.hints:
             for key in sorted(self._waits):
@@ -218,7 +254,9 @@ class PlacementWaits:
         fits: dict[tuple[object, int], bool] = {}
         assignments: dict[tuple[str, tuple[object, ...]], tuple[object, ...]] = {}
         # One member speaks for its group: they fit or fail alike.
-        speakers = [members[0][1] for group, members in self._groups.items() if group not in self._awake]
+        # Awake groups too: the member a wake requeued may have been admitted or changed group
+        # without the chain reaching the others.
+        speakers = [members[0][1] for members in self._groups.values()]
         # Judge every speaker before requeueing any: a requeue also takes the workloads ahead of it
         # in line out of their groups, and a group whose speaker left before its turn was never judged.
         woken: list[tuple[str, Group | None]] = []
@@ -271,7 +309,9 @@ class PlacementWaits:
         members = self._groups.get(group)
         if not members:
             return
-        self._requeue(members[0][1])
+        head = members[0][1]
+        self._requeue(head)
+        self._woken[head] = group
 
     def _requeue(self, key: str) -> None:
         """Back in line: `key` and every waiting workload ahead of it in its queue."""

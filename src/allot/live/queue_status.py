@@ -4,7 +4,9 @@ allot admits the workloads of the queues it serves, so it writes what Kueue's co
 pending, reserving and admitted workload counts, flavor usage and reservation (with borrowing),
 the fair-sharing weighted share, and the Active condition. Each queue's status is written only
 when it changed, at most once per `interval` seconds for all queues together, as a merge patch
-of `status` (nothing else of the object is touched).
+of `status` (nothing else of the object is touched). A merge patch keeps what it leaves out, so
+the counts are always written, zero included, and a field written before but absent now is
+written as null: a queue that drained shows 0 pending, not its last non-zero count.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from allot.live.status import now_rfc3339
 from allot.model.codec import to_data
 
 log = logging.getLogger("allot.live.queues")
+
+# Written even when zero (the record leaves defaults out): a merge patch would keep the old count.
+COUNTS = ("pendingWorkloads", "reservingWorkloads", "admittedWorkloads")
 
 
 def _active_condition(previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -69,23 +74,33 @@ class QueueStatusWriter:
         lq_version = versions.get(LOCAL_QUEUES.plural)
         if cq_version is not None:
             for cq in status.cluster_queues:
-                body = to_data(cluster_queue_record(cq))
                 key = f"cq/{cq.name}"
+                body = self._complete(to_data(cluster_queue_record(cq)), key)
                 if self._written.get(key) != body:
                     path = CLUSTER_QUEUES.path(cq_version, name=cq.name, subresource="status")
                     pending.append((key, {"path": path, "status": body}))
         if lq_version is not None:
             for lq in status.local_queues:
-                body = to_data(local_queue_record(lq))
-                if lq_version == "v1beta1" and "flavorsUsage" in body:
-                    body["flavorUsage"] = body.pop("flavorsUsage")  # v1beta1's spelling
                 key = f"lq/{lq.key}"
+                record = to_data(local_queue_record(lq))
+                if lq_version == "v1beta1" and "flavorsUsage" in record:
+                    record["flavorUsage"] = record.pop("flavorsUsage")  # v1beta1's spelling
+                body = self._complete(record, key)
                 if self._written.get(key) != body:
                     namespace, name = lq.key.split("/", 1)
                     path = LOCAL_QUEUES.path(lq_version, namespace=namespace, name=name, subresource="status")
                     pending.append((key, {"path": path, "status": body}))
         if pending:
             self._task = asyncio.get_running_loop().create_task(self._write(pending), name="queue status")
+
+    def _complete(self, body: dict[str, Any], key: str) -> dict[str, Any]:
+        """The record as a merge patch that leaves nothing stale: counts always, nulls for the rest."""
+        for count in COUNTS:
+            body.setdefault(count, 0)
+        for field in self._written.get(key, {}):
+            if field not in body:
+                body[field] = None
+        return body
 
     async def _write(self, pending: list[tuple[str, dict[str, Any]]]) -> None:
         for key, item in pending:

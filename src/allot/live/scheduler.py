@@ -379,7 +379,7 @@ class LiveScheduler:
         engine = self.engine
         assert engine is not None
         for key in summary.pods_removed:
-            engine.pod_deleted(key)
+            engine.pod_deleted(key, now)
             self.status.forget(key)
         for key in sorted(summary.pods_changed):
             engine.retry(key)

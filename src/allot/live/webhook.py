@@ -1,9 +1,9 @@
 """The mutating admission webhook `allot run` serves: Jobs submitted to a Kueue queue start suspended.
 
 As Kueue's own webhook does, a `batch/v1` Job labelled `kueue.x-k8s.io/queue-name` is created
-with `spec.suspend: true`, so its pods are not created until allot admits the Job (and then
-un-suspends it with the admitted flavor's node selectors, see `allot.live.jobs`). Users submit
-Jobs exactly as they do with Kueue. With `scheduler_name` set, a Job whose pod template names no
+with `spec.suspend: true`, so its pods are not created until the Job is admitted. Admitting and
+un-suspending such Jobs (with the admitted flavor's node selectors) is not built yet: until it
+is, the webhook must not be registered (docs/live.md, "Kueue"). With `scheduler_name` set, a Job whose pod template names no
 scheduler (or the default one) is also given allot's, so the pods allot admitted are the pods
 allot places.
 

@@ -136,3 +136,25 @@ def test_pods_alike_are_judged_each_where_other_pods_decide_where_they_fit() -> 
     # on n2: without it, zone b is free for it on n3. It moves there and big takes n2.
     assert moves(result) == [(on_n2, "moved to node n3 to make room for default/big (consolidation)")]
     assert bound(result)[on_n2] == "n3" and bound(result)["default/big"] == "n2"
+
+
+def test_victim_sets_too_small_to_free_the_gpus_are_not_put_to_the_filters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # n1: four one-GPU pods, nothing free; n2 and n3: two pods, two GPUs free. big needs a whole node:
+    # on every node only all its pods together free enough GPUs, so no smaller set is filtered.
+    running = [gpu_pod(f"a{i}", 1, on="n1") for i in range(4)]
+    running += [gpu_pod(f"{n}{i}", 1, on=f"n{k}") for k, n in ((2, "b"), (3, "c")) for i in range(2)]
+    e = engine([*running, gpu_pod("big", 4)])
+    left_when_asked: list[int] = []
+    real_fits_on = e.scheduler.fits_on
+
+    def fits_on(pod_key: str, index: int) -> bool:
+        if pod_key == "default/big":
+            left_when_asked.append(len(list(e.state.pods_on(index))))
+        return real_fits_on(pod_key, index)
+
+    monkeypatch.setattr(e.scheduler, "fits_on", fits_on)
+    result = e.cycle()
+    assert len(moves(result)) == 2 and bound(result)["default/big"] in ("n2", "n3")
+    assert left_when_asked and set(left_when_asked) == {0}

@@ -209,8 +209,15 @@ class Consolidator:
         journal = state.journal
         scheduler = self.scheduler
         gpus = {v.key: _gpus(state, v.key) for v in victims}
+        occupancy = self.occupancy()
+        info = state.pods[member]
+        # Each victim frees at most the GPUs it holds: a set that cannot free the untouched GPUs the
+        # member lacks fails without asking the filters (counted as a check all the same).
+        short = occupancy.whole_need(info) - occupancy.untouched_for(info, index)
 
         def fits_without(removed: Sequence[PodInfo]) -> bool:
+            if short > 0 and sum(gpus[v.key] for v in removed) < short:
+                return False
             with journal.transaction():
                 for victim in removed:
                     state.unbind(victim.key)

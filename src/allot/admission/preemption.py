@@ -16,7 +16,7 @@ from types import MappingProxyType
 from allot.admission.classical import classical_targets
 from allot.admission.fair_preemption import fair_targets
 from allot.admission.flavors import Oracle, Possibility
-from allot.admission.quota import LOWER_OR_NEWER_EQUAL_PRIORITY
+from allot.admission.quota import LOWER_OR_NEWER_EQUAL_PRIORITY, QueuePolicy
 from allot.admission.resources import FlavorResource
 from allot.admission.targets import Preemptor, Target, World
 from allot.admission.tree import lowest_subtree_that_fits
@@ -31,17 +31,22 @@ def preemption_targets(world: World, preemptor: Preemptor) -> list[Target] | Non
     return classical_targets(world, preemptor)
 
 
+def timestamp_matters(policy: QueuePolicy) -> bool:
+    """Whether a preemptor's timestamp can change its victims in this ClusterQueue: only where an
+    equal-priority newer workload may be preempted (LowerOrNewerEqualPriority). Elsewhere the
+    victims depend on the preemptor only through its queue, priority and usage."""
+    preemption = policy.preemption
+    return LOWER_OR_NEWER_EQUAL_PRIORITY in (
+        preemption.within_cluster_queue,
+        preemption.reclaim_within_cohort,
+    )
+
+
 def oracle_for(world: World, *, key: str, cluster_queue: str, priority: int, order_time: float) -> Oracle:
     """The preemption oracle the flavor assigner consults for one workload."""
 
-    policy = world.policies[cluster_queue].preemption
-    # The answer depends on the preemptor only through its queue, priority and, for
-    # LowerOrNewerEqualPriority, its timestamp: equal heads share it until usage changes.
-    newer_matters = LOWER_OR_NEWER_EQUAL_PRIORITY in (
-        policy.within_cluster_queue,
-        policy.reclaim_within_cohort,
-    )
-    stamp = order_time if newer_matters else None
+    # Equal heads share the answer until usage changes.
+    stamp = order_time if timestamp_matters(world.policies[cluster_queue]) else None
 
     def simulate(fr: FlavorResource, quantity: int) -> tuple[Possibility, int]:
         cache_key = (cluster_queue, fr, quantity, priority, stamp)

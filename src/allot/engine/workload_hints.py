@@ -56,8 +56,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from allot.admission.flavors import Assignment, Mode
+from allot.admission.preemption import timestamp_matters
 from allot.admission.queues import SortKey
-from allot.admission.quota import LOWER_OR_NEWER_EQUAL_PRIORITY
 from allot.admission.state import AdmissionState
 from allot.cluster.events import NODE_EVENTS, NODE_LOCAL, POD_EVENTS, ClusterEvent, ClusterEventKind
 
@@ -153,10 +153,9 @@ class PlacementWaits:
         )
 
     def _stamped(self, assignment: Assignment) -> bool:
-        if assignment.mode is not Mode.PREEMPT:
-            return False
-        policy = self.admission.policies[assignment.cluster_queue].preemption
-        return LOWER_OR_NEWER_EQUAL_PRIORITY in (policy.within_cluster_queue, policy.reclaim_within_cohort)
+        return assignment.mode is Mode.PREEMPT and timestamp_matters(
+            self.admission.policies[assignment.cluster_queue]
+        )
 
     def waiting_reason(self, group: Group | None) -> str | None:
         """Why a workload of `group` would fail now, if its group failed and was not woken since."""

@@ -232,12 +232,20 @@ class SchedulingQueue:
                     for e in relevant
                     if e.local and e.node is not None and e.kind not in parked.anywhere
                 )
-            if not parked.members or not hint(parked.members[0][1], parked, relevant):
+            if not parked.members:
                 continue
+            awake = klass in self._awake
+            known = self._woken_by.get(klass)
+            if awake and known is None:
+                continue  # its released member will be tried on every node
             nodes: WakeNodes = None
             if all(e.local and e.kind not in parked.anywhere for e in relevant):
                 nodes = frozenset(e.node for e in relevant if e.node is not None)
-            if klass in self._awake:
+            if awake and nodes is not None and known is not None and nodes <= known:
+                continue
+            if not hint(parked.members[0][1], parked, relevant):
+                continue
+            if awake:
                 # Its released member has not had its turn yet: the nodes it may check at its turn
                 # grow by these (a member woken for room that others took may find room here).
                 self._widen(klass, nodes)

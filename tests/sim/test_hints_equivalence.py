@@ -139,7 +139,7 @@ def test_random_small_traces(
     failure: bool,
 ) -> None:
     text = scenario_text(gpu_nodes, gpus, tenants, jobs, failure)
-    assert_same(prepared(text, policies=["fifo-priority", "fair"]))
+    assert_same(prepared(text, policies=["fifo-priority", "kueue", "fair"]))
 
 
 def test_a_woken_pod_sees_the_room_a_preemption_freed_in_its_cycle() -> None:

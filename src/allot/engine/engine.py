@@ -264,16 +264,15 @@ class Engine(PodPath, Consolidating, Reserving):
         assert admission is not None
         admitted = self._workload_of_pod.pop(pod_key, None)
         if admitted is not None:
-            if admitted not in self._workload_of_pod.values() and admission.is_admitted(admitted):
+            if not self._pods_of_workload(admitted) and admission.is_admitted(admitted):
                 self._forget_workload(admitted)
                 admission.remove(admitted, now)
             return
-        pending = workload_pods(admission.entries).get(pod_key)
-        entry = admission.entries.get(pending) if pending is not None else None
-        if pending is None or entry is None:
+        entry = next((e for e in admission.entries.values() if pod_key in e.workload.pods), None)
+        if entry is None:
             return
-        self._forget_workload(pending)
-        admission.remove(pending, now)
+        self._forget_workload(entry.workload.key)
+        admission.remove(entry.workload.key, now)
         pods = self.state.pods
         for other in sorted(entry.workload.pods):
             info = pods.get(other)
@@ -282,7 +281,8 @@ class Engine(PodPath, Consolidating, Reserving):
                 self._arrived_queued.append(other)
 
     def _forget_workload(self, workload_key: str) -> None:
-        """Drop the engine's memory of a workload that leaves admission."""
+        """Drop what the engine remembered of a workload while it waited (it was admitted, or it left
+        admission)."""
         self._told.pop(workload_key, None)
         if self._placement_waits is not None:
             self._placement_waits.turn_ended(workload_key)
@@ -487,8 +487,6 @@ class Engine(PodPath, Consolidating, Reserving):
                 self._observe(now, None)
                 continue
             decisions.extend(evicted)
-            if self._futile is not None:
-                self._futile.forget(workload.key)
             if waits is not None:
                 waits.admitted(workload.key, group)
             self._admitted(workload, candidate.cluster_queue, assignment, placements, decisions)
@@ -584,9 +582,7 @@ class Engine(PodPath, Consolidating, Reserving):
             for resource, choice in sorted(ps.flavors.items())
         }
         decisions.append(Admitted(workload.key, cluster_queue, flavors, assignment.borrows))
-        self._told.pop(workload.key, None)
-        if self._placement_waits is not None:
-            self._placement_waits.turn_ended(workload.key)
+        self._forget_workload(workload.key)
 
     def _place_workload(self, workload: Workload, assignment: object) -> list[Placement] | str:
         """Place every pod of the workload on its flavor's nodes; a reason string if any does not fit."""

@@ -3,9 +3,9 @@
 As Kueue's own webhook does, a `batch/v1` Job labelled `kueue.x-k8s.io/queue-name` is created
 with `spec.suspend: true`, so its pods are not created until the Job is admitted. Admitting and
 un-suspending such Jobs (with the admitted flavor's node selectors) is not built yet: until it
-is, the webhook must not be registered (docs/live.md, "Kueue"). With `scheduler_name` set, a Job whose pod template names no
-scheduler (or the default one) is also given allot's, so the pods allot admitted are the pods
-allot places.
+is, the webhook must not be registered (docs/live.md, "Kueue"). With `scheduler_name` set, a
+Job whose pod template names no scheduler (or the default one) is also given allot's, so the
+pods allot admitted are the pods allot places.
 
 The endpoint speaks admission.k8s.io/v1 AdmissionReview over TLS (the API server only calls
 webhooks over HTTPS); the certificate and key are files given to `allot run`

@@ -199,3 +199,57 @@ def test_a_pending_pod_group_short_of_a_deleted_pod_waits_for_it() -> None:
     assert result.bound == []
     assert engine.admission is not None
     assert engine.admission.pending_reason("default/g") == "pod group 'g' has 1 of 2 pods"
+
+
+def plain_pod_yaml(name: str, gpus: int) -> str:
+    """A pod that names no queue (a Job's pod, made by its controller after admission)."""
+    return pod_yaml(name, gpus).replace("labels: {kueue.x-k8s.io/queue-name: q}", "labels: {}")
+
+
+def test_an_adopted_pod_is_placed_without_admission_and_a_held_workload_keeps_its_quota_until_finished() -> (
+    None
+):
+    # A Job's placeholders (a pod group) are admitted; its real pod then takes one's place.
+    engine = engine_for(node_yaml("n1", 8), *(group_pod_yaml(f"p{i}", "job-a", 2, 4) for i in range(2)))
+    assert len(engine.cycle(0.0).bound) == 2
+    admission = engine.admission
+    assert admission is not None and admission.is_admitted("default/job-a")
+    engine.hold_until_finished("default/job-a")
+    engine.state.add_pod(load_text(plain_pod_yaml("real-0", 4)).objects[0])  # type: ignore[arg-type]
+    engine.adopt("default/real-0", "default/job-a")
+    for placeholder in ("default/p0", "default/p1"):
+        engine.state.drop_pod(placeholder)
+        engine.pod_deleted(placeholder, 1.0)
+    # Placed as an admitted workload's pod: no second admission, no second charge.
+    assert [d.pod for d in engine.cycle(1.0).bound] == ["default/real-0"]
+    assert admission.usage("team")[("gpu", "nvidia.com/gpu")] == 8
+    # The pod ends; the Job has not finished: the quota stays held while it has no pod.
+    engine.state.drop_pod("default/real-0")
+    engine.pod_deleted("default/real-0", 2.0)
+    assert admission.is_admitted("default/job-a")
+    engine.workload_withdrawn("default/job-a", 3.0)
+    assert "default/job-a" not in admission.entries
+    assert admission.usage("team").get(("gpu", "nvidia.com/gpu"), 0) == 0
+
+
+def test_an_adopted_pod_whose_workload_is_preempted_is_not_placed_on_its_own() -> None:
+    # Two nodes, quota for one: the preempted pods would fit on the other node by themselves.
+    engine = engine_for(
+        node_yaml("n1", 8), node_yaml("n2", 8), *(group_pod_yaml(f"p{i}", "job-low", 2, 4) for i in range(2))
+    )
+    engine.cycle(0.0)
+    engine.hold_until_finished("default/job-low")
+    for i in range(2):
+        engine.state.add_pod(load_text(plain_pod_yaml(f"low-{i}", 4)).objects[0])  # type: ignore[arg-type]
+        engine.adopt(f"default/low-{i}", "default/job-low")
+        engine.state.drop_pod(f"default/p{i}")
+        engine.pod_deleted(f"default/p{i}", 0.5)
+    assert sorted(d.pod for d in engine.cycle(1.0).bound) == ["default/low-0", "default/low-1"]
+    engine.state.add_pod(load_text(pod_yaml("urgent", 8, priority=100)).objects[0])  # type: ignore[arg-type]
+    result = engine.cycle(2.0)
+    # The urgent pod preempts the Job's workload; its pods wait for their owner (suspended by the
+    # driver) instead of going back on the node as pods of nobody's workload.
+    assert sorted(d.pod for d in result.evicted) == ["default/low-0", "default/low-1"]
+    assert [d.pod for d in result.bound] == ["default/urgent"]
+    assert engine.cycle(3.0).bound == []
+    assert check(engine.state) == []

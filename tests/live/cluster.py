@@ -7,6 +7,7 @@ read back JSON; `eventually` polls a condition with a deadline and says what it 
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -416,3 +417,29 @@ def volumes_spec() -> dict[str, object]:
             {"name": "scratch", "persistentVolumeClaim": {"claimName": "scratch"}},
         ]
     }
+
+
+def webhook_flags(plane: ControlPlane, folder: Path) -> list[str]:
+    """`allot run` flags serving the Job webhook on a free port, with a certificate the plane's CA signed."""
+    extension = folder / "webhook.ext"
+    extension.write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    cert, key = plane.certs.sign("webhook", "/CN=allot-webhook", extensions=extension)
+    return ["--webhook-port=0", f"--webhook-cert-file={cert}", f"--webhook-key-file={key}"]
+
+
+def register_job_webhook(plane: ControlPlane, allot: AllotProcess) -> None:
+    """Register (or point again) the MutatingWebhookConfiguration at `allot`'s webhook port."""
+    found = eventually(
+        lambda: re.search(r"Job webhook on [0-9.]+:(\d+)", allot.output()), what="webhook port"
+    )
+    ca = base64.b64encode(plane.certs.ca_cert.read_bytes()).decode()
+    plane.apply(json.dumps({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "allot-jobs"},
+        "webhooks": [{
+            "name": "jobs.allot.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+            "failurePolicy": "Fail", "timeoutSeconds": 10,
+            "clientConfig": {"url": f"https://127.0.0.1:{found.group(1)}/mutate-batch-v1-job", "caBundle": ca},
+            "rules": [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["jobs"]}],
+        }],
+    }))  # fmt: skip

@@ -36,6 +36,7 @@ RARE = {
     # Not a request of its own: the API server checks this permission when a status patch
     # changes status.allocation or status.reservedFor (the test fails without it).
     ("patch", "resource.k8s.io", "resourceclaims", "binding"): "writing allocations",
+    ("get", "batch", "jobs", ""): "reads a Job afresh when starting it met the Job controller's status write",
 }
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -129,6 +130,8 @@ def test_the_deployed_role_grants_exactly_what_allot_run_uses(plane: ControlPlan
         eventually(lambda: pods(plane)["second"].get("status", {}).get("conditions"), what="second waits")
         plane.apply(pod_manifest("urgent", template="one-gpu", priority_class="high"))  # preempts first
         eventually(lambda: bound_nodes(plane).get("urgent"), what="urgent bound")
+        plane.apply(_queued_job())  # admitted and started (patch), its pod bound
+        eventually(lambda: bound_nodes(plane, "queued"), what="the queued Job's pod bound")
         storage(plane, "rbac-1")  # a volume claim bound, one sent to provisioning
         plane.apply(pod_manifest("volumes", cpu="100m", extra_spec=volumes_spec()))
         eventually(lambda: bound_nodes(plane).get("volumes"), what="volumes bound")
@@ -139,6 +142,17 @@ def test_the_deployed_role_grants_exactly_what_allot_run_uses(plane: ControlPlan
     assert used <= granted, f"used but not granted: {sorted(used - granted)}"
     unused = granted - used - set(RARE)
     assert unused == set(), f"granted but never used: {sorted(unused)}"
+
+
+def _queued_job() -> str:
+    return json.dumps({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "queued", "namespace": "queued", "labels": {"kueue.x-k8s.io/queue-name": "main"}},
+        "spec": {"suspend": True, "template": {"spec": {
+            "schedulerName": "allot", "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"requests": {"cpu": "500m"}}}]}}},
+    })  # fmt: skip
 
 
 def test_every_deploy_manifest_is_accepted_by_the_api_server(fresh_control_plane: ControlPlane) -> None:

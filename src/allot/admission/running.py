@@ -73,11 +73,14 @@ def restore_running(
     *,
     node_labels: Mapping[str, str] | None = None,
     admitted_at: float | None = None,
+    flavors: Mapping[str, str] | None = None,
 ) -> Assignment:
     """Record `workload` as admitted (see module docs); raises AdmissionError if it has no queue.
 
     `admitted_at` (default `now`) is when Kueue admitted it, for preemption's "most recently
-    admitted first".
+    admitted first". `flavors` names the flavor of some resources outright (resource -> flavor, as
+    recorded when allot admitted the workload); a name the resource's group does not list is
+    ignored.
     """
     state.submit(workload, now)
     entry = state.entries[workload.key]
@@ -97,7 +100,9 @@ def restore_running(
             group = policy.group_for(resource)
             if group is None or not requests[resource] or resource in chosen:
                 continue
-            name = running_flavor(group.flavors, state.flavors, node_labels)
+            name = (flavors or {}).get(resource, "")
+            if name not in group.flavors:
+                name = running_flavor(group.flavors, state.flavors, node_labels)
             for covered in group.covered:
                 if covered in requests:
                     chosen[covered] = FlavorChoice(name, Mode.FIT)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from allot.cli.checks import check_manifests
 from allot.cli.exits import bad_input
 from allot.model.errors import ManifestErrors
+from allot.model.kueue_config import Configuration
 from allot.model.loader import Manifests, load_paths
 
 
@@ -25,3 +26,17 @@ def load_or_exit(paths: Sequence[str], *, not_done: str) -> Manifests:
     if problems:
         bad_input(problems, not_done)
     return manifests
+
+
+def load_kueue_config_or_exit(path: str, *, not_done: str) -> Configuration:
+    """The one Kueue Configuration in the file at `path`; on any problem report it and exit 1."""
+    manifests = load_or_exit([path], not_done=not_done)
+    found = manifests.of_kind(Configuration)
+    others = [e for e in manifests.entries if not isinstance(e.obj, Configuration)]
+    if len(found) != 1 or others:
+        bad_input(
+            [f"{path}: expected one config.kueue.x-k8s.io Configuration, found {len(found)} and "
+             f"{len(others)} other object(s)"],
+            not_done,
+        )  # fmt: skip
+    return found[0]

@@ -14,6 +14,7 @@ import click
 
 from allot.cli.exits import bad_input
 from allot.cli.kubeconfig import config_errors, describe
+from allot.cli.loading import load_kueue_config_or_exit
 from allot.cli.params import FilePath
 from allot.cli.profiles import load_config as load_scheduler_config
 from allot.scheduling.profile import Profile
@@ -99,6 +100,13 @@ def configure_logging(fmt: str, level: str) -> None:
     "config_path",
     type=FilePath(exists=True, dir_okay=False, path_type=Path),
     help="KubeSchedulerConfiguration: allot schedules the pods whose schedulerName is one of its profiles.",
+)
+@click.option(
+    "--kueue-config",
+    "kueue_config_path",
+    type=FilePath(exists=True, dir_okay=False, path_type=Path),
+    help="Kueue's Configuration (config.kueue.x-k8s.io/v1beta2: resources.deviceClassMappings, "
+    "fairSharing, ...), the file Kueue's controller manager reads.",
 )
 @click.option(
     "--scheduler-name",
@@ -196,6 +204,7 @@ def run(
     kubeconfig: str | None,
     context: str | None,
     config_path: Path | None,
+    kueue_config_path: Path | None,
     scheduler_name: str | None,
     leader_elect: bool,
     leader_elect_namespace: str,
@@ -270,6 +279,11 @@ def run(
         bind_address=bind_address,
         port=port,
         kueue=kueue,
+        kueue_config=(
+            load_kueue_config_or_exit(str(kueue_config_path), not_done="nothing was scheduled")
+            if kueue_config_path is not None
+            else None
+        ),
         victim_timeout=victim_timeout,
         backoff=backoff,
         max_bindings_in_flight=max_bindings_in_flight,

@@ -159,6 +159,13 @@ class Engine(PodPath, Consolidating, Reserving):
         self._workload_of_pod: dict[str, str] = {}
         self._original: dict[str, object] = {}
         self._submitted: set[str] = set()
+        # Admitted workloads whose quota outlives their pods (a Job's: its pods come and go until
+        # the Job finishes); released only by `workload_finished` or an eviction.
+        self._held: set[str] = set()
+        # Pods that joined an admitted workload (`adopt`), and those of them whose workload lost
+        # its admission: they wait, unscheduled, for their owner to act (a Job is suspended).
+        self._adopted: set[str] = set()
+        self._orphaned: set[str] = set()
         # Pod creation times (seconds), parsed once.
         self._creation: dict[str, float] = {}
         if self.admission is not None:
@@ -216,7 +223,8 @@ class Engine(PodPath, Consolidating, Reserving):
             self._submitted.update(workload.pods)
 
     def workload_finished(self, workload_key: str, now: float) -> None:
-        """All pods of an admitted workload completed: release its quota."""
+        """All pods of an admitted workload completed (or its owner, a Job, finished): release its quota."""
+        self._held.discard(workload_key)
         if self.admission is None:
             return
         for pod, workload in list(self._workload_of_pod.items()):
@@ -225,6 +233,44 @@ class Engine(PodPath, Consolidating, Reserving):
                 self._submitted.discard(pod)
         self.admission.finish(workload_key, now)
         self._told.pop(workload_key, None)
+
+    def workload_withdrawn(self, workload_key: str, now: float) -> None:
+        """A workload's owner left the queue (a Job deleted, finished, or suspended to queue again
+        afresh): its quota is released if it was admitted, it leaves its queue if it waited. Its
+        pods stay in the state; the driver removes those that go."""
+        self._held.discard(workload_key)
+        admission = self.admission
+        if admission is None or workload_key not in admission.entries:
+            return
+        if admission.is_admitted(workload_key):
+            self.workload_finished(workload_key, now)
+            return
+        for pod in admission.entries[workload_key].workload.pods:
+            self._submitted.discard(pod)
+        self._forget_workload(workload_key)
+        admission.remove(workload_key, now)
+
+    def adopt(self, pod_key: str, workload_key: str) -> None:
+        """A pod joins an admitted workload (a pod its owner created after admission, such as a
+        Job's): it is placed like any pod, without admission, and counts among the workload's
+        pods. Unknown pods or workloads that are not admitted are ignored."""
+        if (
+            self.admission is None
+            or not self.admission.is_admitted(workload_key)
+            or pod_key not in self.state.pods
+        ):
+            return
+        self._workload_of_pod[pod_key] = workload_key
+        self._submitted.add(pod_key)
+        self._adopted.add(pod_key)
+        self._orphaned.discard(pod_key)
+        if not self.state.pods[pod_key].bound:
+            self.retry(pod_key)
+
+    def hold_until_finished(self, workload_key: str) -> None:
+        """Keep an admitted workload's quota while it has no pods, until `workload_finished` (a
+        Job between one pod's end and its controller's next pod)."""
+        self._held.add(workload_key)
 
     def workload_of(self, pod_key: str) -> str:
         return self._workload_of_pod.get(pod_key, "")
@@ -254,6 +300,8 @@ class Engine(PodPath, Consolidating, Reserving):
         for members in self._groups.values():
             members.discard(pod_key)
         self._creation.pop(pod_key, None)
+        self._adopted.discard(pod_key)
+        self._orphaned.discard(pod_key)
         if self.admission is not None and pod_key in self._submitted:
             self._workload_lost(pod_key, now)
         self._submitted.discard(pod_key)
@@ -264,7 +312,11 @@ class Engine(PodPath, Consolidating, Reserving):
         assert admission is not None
         admitted = self._workload_of_pod.pop(pod_key, None)
         if admitted is not None:
-            if not self._pods_of_workload(admitted) and admission.is_admitted(admitted):
+            if (
+                not self._pods_of_workload(admitted)
+                and admission.is_admitted(admitted)
+                and admitted not in self._held
+            ):
                 self._forget_workload(admitted)
                 admission.remove(admitted, now)
             return
@@ -397,7 +449,14 @@ class Engine(PodPath, Consolidating, Reserving):
             if original is not None and pod_key in self.state.pods:
                 self.state.replace_pod(pod_key, original)  # type: ignore[arg-type]
             self._forget_pod(pod_key)
+            if pod_key in self._adopted and pod_key not in self._orphaned:
+                self._orphan(pod_key)
         self.admission.evict(workload_key, reason, now)
+
+    def _orphan(self, pod_key: str) -> None:
+        """An adopted pod whose workload lost its admission waits unscheduled; journaled."""
+        self._orphaned.add(pod_key)
+        self.state.journal.record(lambda: self._orphaned.discard(pod_key))
 
     def _forget_pod(self, pod_key: str) -> None:
         """Drop a pod's workload membership, journaled so a rolled-back preemption restores it."""

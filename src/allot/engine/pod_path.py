@@ -76,6 +76,7 @@ class PodPath:
     _gang_reasons: dict[str, str]
     _deferred: list[tuple[str, OrderKey]]
     _gated: set[str]
+    _orphaned: set[str]
     _workload_of_pod: dict[str, str]
     _creation: dict[str, float]
 
@@ -310,7 +311,13 @@ class PodPath:
     def _enqueue_pod(self, pod_key: str, *, deferred: bool) -> None:
         """A pod that is pending (again) and ours goes in line, alone or with its gang."""
         info = self.state.pods.get(pod_key)
-        if info is None or info.bound or not self.ours(info) or self.queued(info):
+        if (
+            info is None
+            or info.bound
+            or not self.ours(info)
+            or self.queued(info)
+            or pod_key in self._orphaned
+        ):
             return
         if info.pod.spec.scheduling_gates:
             self._gated.add(pod_key)

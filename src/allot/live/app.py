@@ -29,6 +29,7 @@ from allot.live.leader import LeaderElector, LeaseSettings
 from allot.live.metrics import Metrics
 from allot.live.scheduler import LiveOptions, LiveScheduler
 from allot.live.webhook import make_webhook_app, serve_webhook, tls_context
+from allot.model.kueue_config import Configuration
 from allot.scheduling.profile import Profile
 
 log = logging.getLogger("allot.live")
@@ -44,6 +45,7 @@ class RunSettings:
     bind_address: str = "0.0.0.0"
     port: int = 10259
     kueue: bool = True
+    kueue_config: Configuration | None = None
     victim_timeout: float = 300.0
     # podInitialBackoffSeconds and podMaxBackoffSeconds of the KubeSchedulerConfiguration.
     backoff: tuple[float, float] = (1.0, 10.0)
@@ -77,6 +79,7 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
         LiveOptions(
             profiles=settings.profiles,
             kueue=settings.kueue,
+            kueue_config=settings.kueue_config,
             identity=identity,
             victim_timeout=settings.victim_timeout,
             backoff=settings.backoff,

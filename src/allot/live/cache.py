@@ -36,6 +36,7 @@ from allot.live.kinds import (
     DEVICE_CLASSES,
     DEVICE_TAINT_RULES,
     DISRUPTION_BUDGETS,
+    JOBS,
     KUEUE_KINDS,
     NAMESPACES,
     NODES,
@@ -45,6 +46,7 @@ from allot.live.kinds import (
     PRIORITY_CLASSES,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
+    RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
     SERVICES,
@@ -105,11 +107,15 @@ class BatchSummary:
     """What a batch of events changed, for the scheduler's bookkeeping and metrics."""
 
     pods_removed: list[str] = field(default_factory=list)
+    # Pods that entered the state (pending ones of allot's, and bound ones of anyone's).
+    pods_added: list[str] = field(default_factory=list)
     # Pending pods whose record or claims changed: they may fit now.
     pods_changed: set[str] = field(default_factory=set)
     bindings_confirmed: list[str] = field(default_factory=list)
     flights_aborted: list[str] = field(default_factory=list)
     kueue_changed: bool = False
+    # Jobs (or the claim templates their placeholders use) changed.
+    jobs_changed: bool = False
     changed: bool = False
 
 
@@ -258,6 +264,11 @@ class LiveCache:
                 self.state_or_fail().namespaces = {
                     n.name: n for n in self._all(NAMESPACES) if isinstance(n, Namespace)
                 }
+            elif kind is JOBS:
+                summary.jobs_changed = True
+            elif kind is RESOURCE_CLAIM_TEMPLATES:
+                # What queued pods' claims charge, and what Job placeholders' claims are made of.
+                summary.kueue_changed = summary.jobs_changed = True
             elif kind in KUEUE_KINDS and not (
                 # Status writes (allot's own, for queues) change nothing admission reads.
                 event.type is EventType.MODIFIED and _same_spec(event.old, event.obj)
@@ -323,6 +334,7 @@ class LiveCache:
                 return
             if info is None:
                 state.add_bound_pod(pod)
+                summary.pods_added.append(key)
             elif info.node is None:
                 state.update_pod(pod)
                 state.place_existing(key, node)
@@ -339,6 +351,7 @@ class LiveCache:
             return
         if info is None:
             state.add_pod(pod)
+            summary.pods_added.append(key)
         else:
             if info.node is not None:
                 # The state holds a placement the API never had and nothing is writing: stale.
@@ -346,6 +359,40 @@ class LiveCache:
             state.update_pod(pod)
             summary.pods_changed.add(key)
         self._index_missing(key)
+
+    def offer(self, key: str) -> bool:
+        """A pending pod of the API that was not ours and now is (its Job was admitted): into the
+        state. False when there is nothing to add."""
+        state = self.state_or_fail()
+        pod = self._store(PODS).get(key)
+        if not isinstance(pod, Pod) or key in state.pods or pod.spec.node_name or is_terminal(pod):
+            return False
+        if key in self.evicting or key in self.held or not self.is_ours(pod):
+            return False
+        state.add_pod(pod)
+        self._index_missing(key)
+        return True
+
+    def add_placeholders(self, pods: Iterable[Pod], claims: Iterable[ResourceClaim]) -> None:
+        """Pods that exist only in allot's state (a suspended Job's placeholders), with the
+        claims their template entries would get."""
+        state = self.state_or_fail()
+        for claim in claims:
+            state.apply_claim(claim)
+        for pod in pods:
+            state.add_pod(pod)
+
+    def drop_placeholder(self, key: str) -> None:
+        """A placeholder leaves the state with its claims and whatever they were given there."""
+        state = self.state_or_fail()
+        info = state.pods.get(key)
+        if info is None:
+            return
+        claim_keys = [claim_key for _, claim_key in info.claims if claim_key]
+        state.forget(key)
+        state.drop_pod(key)
+        for claim_key in claim_keys:
+            state.drop_claim(claim_key)
 
     def _pod_gone(self, key: str, summary: BatchSummary) -> None:
         self.orphans.discard(key)

@@ -2,7 +2,8 @@
 
 Core, storage, pod-owner and DRA kinds are always watched (storage for the volume plugins;
 Services, ReplicationControllers, ReplicaSets and StatefulSets for default topology
-spreading, as kube-scheduler watches them); Kueue's kinds and DeviceTaintRules only where the API
+spreading, as kube-scheduler watches them; ResourceClaimTemplates for what a queued pod's
+claims charge and Jobs for Kueue's Job integration); Kueue's kinds and DeviceTaintRules only where the API
 server serves them (discovered at start and checked again periodically, so a Kueue installed
 later is picked up). Objects decode into allot's records with the same conversion and
 defaulting the manifest loader applies, so an object read from the API equals the same object
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from allot.model.base import Object
+from allot.model.batch import Job
 from allot.model.codec import decode
 from allot.model.conversion import to_v1_shape
 from allot.model.core import Namespace, Node, Pod
@@ -29,7 +31,13 @@ from allot.model.kueue import (
     Topology,
     WorkloadPriorityClass,
 )
-from allot.model.resource import DeviceClass, DeviceTaintRule, ResourceClaim, ResourceSlice
+from allot.model.resource import (
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
 from allot.model.scheduling import PodDisruptionBudget, PriorityClass
 from allot.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from allot.model.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
@@ -80,6 +88,8 @@ DISRUPTION_BUDGETS = Kind(PodDisruptionBudget, "poddisruptionbudgets", ("v1",))
 DEVICE_CLASSES = Kind(DeviceClass, "deviceclasses", ("v1",))
 RESOURCE_CLAIMS = Kind(ResourceClaim, "resourceclaims", ("v1",))
 RESOURCE_SLICES = Kind(ResourceSlice, "resourceslices", ("v1",))
+RESOURCE_CLAIM_TEMPLATES = Kind(ResourceClaimTemplate, "resourceclaimtemplates", ("v1",))
+JOBS = Kind(Job, "jobs", ("v1",))
 PERSISTENT_VOLUME_CLAIMS = Kind(PersistentVolumeClaim, "persistentvolumeclaims", ("v1",))
 PERSISTENT_VOLUMES = Kind(PersistentVolume, "persistentvolumes", ("v1",))
 STORAGE_CLASSES = Kind(StorageClass, "storageclasses", ("v1",))
@@ -107,6 +117,8 @@ CORE_KINDS: tuple[Kind, ...] = (
     DEVICE_CLASSES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
+    RESOURCE_CLAIM_TEMPLATES,
+    JOBS,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
     STORAGE_CLASSES,

@@ -36,7 +36,8 @@ from allot.live.binder import DEFAULT_PARALLELISM, Binder, BindResult
 from allot.live.cache import BatchSummary, LiveCache
 from allot.live.client import ApiClient, ApiError, NotFound
 from allot.live.eviction import Evictor
-from allot.live.kinds import CLUSTER_QUEUES, CORE_KINDS, KUEUE_KINDS, OPTIONAL_KINDS, PODS, Kind
+from allot.live.job_admission import JobAdmission
+from allot.live.kinds import CLUSTER_QUEUES, CORE_KINDS, JOBS, KUEUE_KINDS, OPTIONAL_KINDS, PODS, Kind
 from allot.live.kueue import admission_from_cluster
 from allot.live.kueue_guard import kueue_manager_active
 from allot.live.metrics import Metrics
@@ -46,6 +47,7 @@ from allot.live.status import StatusWriter
 from allot.model.core import Pod
 from allot.model.errors import Location
 from allot.model.kueue import Topology
+from allot.model.kueue_config import Configuration
 from allot.model.loader import LoadedObject, Manifests
 from allot.scheduling.profile import Profile
 
@@ -62,6 +64,9 @@ class LiveOptions:
     profiles: Mapping[str, Profile]
     # Run Kueue admission where Kueue's objects are served (True), or never (False).
     kueue: bool = True
+    # Kueue's Configuration (config.kueue.x-k8s.io: deviceClassMappings, fair sharing, ...), as
+    # Kueue's controller manager reads it; None: its defaults.
+    kueue_config: Configuration | None = None
     victim_timeout: float = 300.0
     # A failed pod's back-off: (initial, maximum) seconds (podInitialBackoffSeconds, podMaxBackoffSeconds).
     backoff: tuple[float, float] = (1.0, 10.0)
@@ -117,6 +122,11 @@ class LiveScheduler:
             client, scheduler_name=self._controller_name(), on_failed=self._victim_survived
         )
         self.queue_status = QueueStatusWriter(client)
+        # Kueue's Job integration: suspended Jobs admitted through placeholder pods.
+        self.jobs = JobAdmission(
+            client, self.cache, scheduler_names=self.names, on_change=self.wake, report=self.status.job_event
+        )
+        self.jobs.victim_timeout = options.victim_timeout
         self.binder = Binder(
             client,
             self.cache,
@@ -139,7 +149,11 @@ class LiveScheduler:
         return sorted(self.names)[0] if self.names else "allot"
 
     def is_ours(self, pod: Pod) -> bool:
-        return self.options.watch_only or pod.spec.scheduler_name in self.names
+        if self.options.watch_only:
+            return True
+        # A queued Job's pods wait for allot to admit the Job (they appear only when someone
+        # started it without an admission, or a moment before allot suspends it again).
+        return pod.spec.scheduler_name in self.names and not self.jobs.holds_back(pod)
 
     # -- mirror ----------------------------------------------------------------------------
 
@@ -246,13 +260,23 @@ class LiveScheduler:
         return self.options.kueue and reflector is not None and bool(reflector.store)
 
     def _build_engine(self) -> Engine:
+        self.jobs.enabled = self._kueue_present() and not self.options.watch_only
         self.cache.build()
         return self._build_engine_keeping_state()
 
     def _admission(self, state: ClusterState) -> AdmissionState:
-        # Pods come from the state (assumed bindings included), the rest from the API.
-        kinds = tuple(k for k in KUEUE_KINDS + CORE_KINDS if k is not PODS)
-        return admission_from_cluster(self._manifests(kinds), state)
+        # Pods come from the state (assumed bindings included), the rest from the API; Jobs
+        # allot admitted are workloads of their own, on the flavors recorded on them.
+        kinds = tuple(k for k in KUEUE_KINDS + CORE_KINDS if k not in (PODS, JOBS))
+        manifests = self._manifests(kinds)
+        if self.options.kueue_config is not None:
+            manifests.entries.append(LoadedObject(self.options.kueue_config, Location(file="--kueue-config")))
+        return admission_from_cluster(
+            manifests,
+            state,
+            recorded=self.jobs.recorded_admissions(time.time()),
+            skip=self.jobs.is_job_pod,
+        )
 
     def current_admission(self) -> AdmissionState | None:
         """Admission as the cluster stands now, built afresh from the mirror (what a read-only
@@ -266,6 +290,7 @@ class LiveScheduler:
         """Kueue's objects changed (or appeared): a fresh admission state over the same cluster."""
         if self.engine is None:
             return
+        self.jobs.enabled = self._kueue_present() and not self.options.watch_only
         self.engine = self._build_engine_keeping_state()
         self._cycle_needed = True
 
@@ -273,7 +298,7 @@ class LiveScheduler:
         state = self.cache.state_or_fail()
         admission = self._admission(state) if self._kueue_present() else None
         topologies = self._manifests(KUEUE_KINDS).of_kind(Topology)
-        return Engine(
+        engine = Engine(
             state,
             admission=admission,
             profiles=dict(self.options.profiles),
@@ -286,6 +311,9 @@ class LiveScheduler:
             ),
             topologies=topologies,
         )
+        self.jobs.after_build(engine)
+        self.jobs.sync(engine, time.time())
+        return engine
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -385,18 +413,37 @@ class LiveScheduler:
             engine.retry(key)
         if summary.kueue_changed:
             self._rebuild_admission()
+            engine = self.engine
+            assert engine is not None
+        if summary.jobs_changed or self.jobs.dirty:
+            self.jobs.sync(engine, now)
+        for key in summary.pods_added:
+            self.jobs.pod_arrived(key, engine)
         if summary.flights_aborted:
             self._cycle_needed = True
 
     def _dispatch(self, result: CycleResult, now: float) -> None:
         state = self.cache.state_or_fail()
+        engine = self.engine
+        assert engine is not None
+        jobs = self.jobs
         victims: dict[str, list[str]] = {}
+        # Placeholders stand in for a suspended Job's pods: nothing of theirs is written.
+        placeholders = {
+            d.pod for d in result.decisions if isinstance(d, (Evicted, Bound)) and jobs.is_placeholder(d.pod)
+        }
         for decision in result.decisions:
-            if isinstance(decision, Evicted):
+            if isinstance(decision, Evicted) and decision.pod not in placeholders:
                 victims.setdefault(decision.preemptor, []).append(decision.pod)
         for decision in result.decisions:
             if isinstance(decision, Evicted):
+                if decision.pod in placeholders:
+                    jobs.evicted(decision.pod, engine, now, decision.reason)
+                    continue
+                jobs.evicted(decision.pod, engine, now, decision.reason)
                 self._evict(decision)
+            elif isinstance(decision, Bound) and decision.pod in placeholders:
+                continue
             elif isinstance(decision, Bound):
                 mine = victims.get(decision.pod, [])
                 flight = self.cache.begin_flight(decision.pod, decision.node, victims=mine, now=now)
@@ -405,13 +452,17 @@ class LiveScheduler:
                 self.binder.start(flight)
             elif isinstance(decision, Waiting):
                 info = state.pods.get(decision.pod)
-                if info is not None and info.node is None:
+                if jobs.is_placeholder(decision.pod):
+                    jobs.waiting(decision.pod, decision.reason)
+                elif info is not None and info.node is None:
                     self.status.waiting(info.pod, decision.reason)
             elif isinstance(decision, Admitted):
                 self.metrics.admitted(decision)
+                # Kueue preemptions name the preempting workload.
+                jobs.admitted(decision, engine, now, victims.get(decision.workload, ()))
             elif isinstance(decision, Deallocated):
                 info = state.pods.get(decision.pod)
-                if info is not None:
+                if info is not None and not jobs.is_placeholder(decision.pod):
                     self.binder.release(decision.claim, pod_uid(info.pod))
 
     def _evict(self, decision: Evicted) -> None:
@@ -455,5 +506,6 @@ class LiveScheduler:
         await asyncio.gather(*self._reflector_tasks.values(), return_exceptions=True)
         await self.binder.drain()
         await self.evictor.drain()
+        await self.jobs.drain()
         await self.status.stop(flush=True)
         await self.queue_status.stop()

@@ -27,6 +27,7 @@ from typing import Any
 from allot.cluster.state import WAITING_FOR_CLAIM
 from allot.live.client import STRATEGIC_PATCH, ApiClient, ApiError, RateLimiter
 from allot.live.kinds import PODS
+from allot.model.base import Object
 from allot.model.core import Pod
 
 log = logging.getLogger("allot.live.status")
@@ -116,6 +117,23 @@ class StatusWriter:
 
         self._enqueue(_Write(f"nominated/{pod.key}", write))
 
+    def job_event(self, job: Object, kind: str, reason: str, note: str) -> None:
+        """An event on a queued Job (Pending with why it waits, Started, Stopped): what `kubectl
+        describe job` shows of its admission, as Kueue reports it. A Job told the same Pending
+        reason is not told again."""
+        key = f"job/{job.key}"
+        if reason == "Pending":
+            if self._written.get(key) == note:
+                return
+            self._remember(key, note)
+        else:
+            self._written.pop(key, None)
+
+        async def write() -> None:
+            await self._event(job, kind, reason, note, api_version="batch/v1", action="Admission")
+
+        self._enqueue(_Write(f"{reason}/{key}", write))
+
     def forget(self, pod_key: str) -> None:
         self._written.pop(pod_key, None)
 
@@ -169,9 +187,12 @@ class StatusWriter:
         body = {"metadata": {"uid": pod.metadata.uid}, "status": status}
         await self.client.patch(path, body, content_type=STRATEGIC_PATCH)
 
-    async def _event(self, pod: Pod, kind: str, reason: str, note: str) -> None:
+    async def _event(
+        self, regarding: Object, kind: str, reason: str, note: str, *, api_version: str = "v1",
+        action: str = "Scheduling",
+    ) -> None:  # fmt: skip
         stamp = time.monotonic()
-        key = (pod.key, f"{reason}/{note}")
+        key = (f"{regarding.KIND}/{regarding.key}", f"{reason}/{note}")
         last = self._events.get(key)
         if last is not None and stamp - last < self.event_interval:
             return
@@ -184,23 +205,23 @@ class StatusWriter:
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             # client-go's naming: the object's name and the time in hex nanoseconds.
-            "metadata": {"name": f"{pod.name}.{time.time_ns():x}", "namespace": pod.namespace},
+            "metadata": {"name": f"{regarding.name}.{time.time_ns():x}", "namespace": regarding.namespace},
             "eventTime": now_rfc3339(micro=True),
             "reportingController": self.controller,
             "reportingInstance": self.instance,
-            "action": "Scheduling",
+            "action": action,
             "reason": reason,
             "type": kind,
             "note": note[:1024],
             "regarding": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "namespace": pod.namespace,
-                "name": pod.name,
-                "uid": pod.metadata.uid,
+                "apiVersion": api_version,
+                "kind": regarding.KIND,
+                "namespace": regarding.namespace,
+                "name": regarding.name,
+                "uid": regarding.metadata.uid,
             },
         }
-        await self.events_client.post(EVENTS_PATH.format(namespace=pod.namespace), body)
+        await self.events_client.post(EVENTS_PATH.format(namespace=regarding.namespace), body)
 
     def pending_writes(self) -> int:
         return len(self._queue)

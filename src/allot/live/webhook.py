@@ -1,9 +1,8 @@
 """The mutating admission webhook `allot run` serves: Jobs submitted to a Kueue queue start suspended.
 
 As Kueue's own webhook does, a `batch/v1` Job labelled `kueue.x-k8s.io/queue-name` is created
-with `spec.suspend: true`, so its pods are not created until the Job is admitted. Admitting and
-un-suspending such Jobs (with the admitted flavor's node selectors) is not built yet: until it
-is, the webhook must not be registered (docs/live.md, "Kueue"). With `scheduler_name` set, a
+with `spec.suspend: true`, so its pods are not created until the Job is admitted; allot admits
+and starts it (`allot.live.job_admission`). With `scheduler_name` set, a
 Job whose pod template names no scheduler (or the default one) is also given allot's, so the
 pods allot admitted are the pods allot places.
 

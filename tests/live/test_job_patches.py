@@ -6,6 +6,9 @@ import json
 
 import yaml
 
+from allot.engine.engine import Engine
+from allot.live.cache import LiveCache
+from allot.live.job_admission import JobAdmission
 from allot.live.jobs import (
     ADMISSION_ANNOTATION,
     ORIGINAL_ANNOTATION,
@@ -17,7 +20,8 @@ from allot.live.jobs import (
     unsuspend_patch,
     workload_key,
 )
-from allot.live.kinds import decode_object
+from allot.live.kinds import JOBS, PODS, Kind, decode_object
+from allot.live.webhook import job_patch
 from allot.model.batch import Job
 from allot.model.core import Pod
 from allot.model.kueue import ResourceFlavor
@@ -180,3 +184,48 @@ metadata:
 spec: {containers: [{name: c, image: busybox}]}
 """).of_kind(Pod)[0]  # fmt: skip
     assert controller_job(pod) is None
+
+
+def _created(scheduler: str | None, *, queue: str | None = "main") -> dict[str, object]:
+    template_spec: dict[str, object] = {"containers": [{"name": "c", "image": "busybox"}]}
+    if scheduler:
+        template_spec["schedulerName"] = scheduler
+    labels = {"kueue.x-k8s.io/queue-name": queue} if queue else {}
+    return {"metadata": {"name": "j", "labels": labels}, "spec": {"template": {"spec": template_spec}}}
+
+
+def test_the_webhook_suspends_queued_jobs_for_allot_and_leaves_other_schedulers_jobs_alone() -> None:
+    names = ("allot", "allot-gpu")
+    suspend = {"op": "add", "path": "/spec/suspend", "value": True}
+    assert job_patch(_created(None), scheduler_names=names) == [
+        suspend, {"op": "add", "path": "/spec/template/spec/schedulerName", "value": "allot"}]  # fmt: skip
+    assert job_patch(_created("allot-gpu"), scheduler_names=names) == [suspend]
+    # Another scheduler's Job would never be admitted by allot: it must not be left suspended.
+    assert job_patch(_created("volcano"), scheduler_names=names) == []
+    assert job_patch(_created(None, queue=None), scheduler_names=names) == []
+
+
+def test_pods_that_arrive_before_their_job_wait_for_it_and_join_the_state_once_it_is_none_of_allots() -> None:
+    pod = load_text("""
+apiVersion: v1
+kind: Pod
+metadata:
+  name: plain-x1
+  namespace: ml
+  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: plain, uid: u1, controller: true}]
+spec: {schedulerName: allot, containers: [{name: c, image: busybox}]}
+""").of_kind(Pod)[0]  # fmt: skip
+    plain = _decode(JOB.replace("name: train", "name: plain").replace("uid: job-uid", "uid: u1").replace(
+        "labels: {kueue.x-k8s.io/queue-name: main, kueue.x-k8s.io/priority-class: high}", "labels: {}"))  # fmt: skip
+    stores: dict[Kind, dict[str, object]] = {PODS: {pod.key: pod}, JOBS: {}}
+    jobs: JobAdmission
+    cache = LiveCache(stores, is_ours=lambda p: p.spec.scheduler_name == "allot" and not jobs.holds_back(p))  # type: ignore[arg-type]
+    jobs = JobAdmission(None, cache, scheduler_names={"allot"})  # type: ignore[arg-type]
+    jobs.enabled = True
+    state = cache.build()
+    # Its Job is not known yet: it might be a queued one allot has not admitted.
+    assert pod.key not in state.pods
+    stores[JOBS][plain.key] = plain
+    jobs.sync(Engine(state), 0.0, {plain.key})
+    # A Job without a queue: its pods are scheduled like any.
+    assert pod.key in state.pods

@@ -107,9 +107,9 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
     webhook = None
     if settings.webhook_cert_file and settings.webhook_key_file and not settings.watch_only:
         context = tls_context(settings.webhook_cert_file, settings.webhook_key_file)
-        scheduler_name = sorted(settings.profiles)[0] if settings.profiles else None
+        scheduler_names = tuple(sorted(settings.profiles))
         webhook = await serve_webhook(
-            make_webhook_app(scheduler_name=scheduler_name),
+            make_webhook_app(scheduler_names=scheduler_names),
             settings.bind_address,
             settings.webhook_port,
             context,

@@ -114,8 +114,9 @@ class BatchSummary:
     bindings_confirmed: list[str] = field(default_factory=list)
     flights_aborted: list[str] = field(default_factory=list)
     kueue_changed: bool = False
-    # Jobs (or the claim templates their placeholders use) changed.
-    jobs_changed: bool = False
+    # Jobs changed (their keys), or the claim templates every placeholder may use (all Jobs).
+    jobs_changed: set[str] = field(default_factory=set)
+    templates_changed: bool = False
     changed: bool = False
 
 
@@ -265,10 +266,10 @@ class LiveCache:
                     n.name: n for n in self._all(NAMESPACES) if isinstance(n, Namespace)
                 }
             elif kind is JOBS:
-                summary.jobs_changed = True
+                summary.jobs_changed.add(event.obj.key)
             elif kind is RESOURCE_CLAIM_TEMPLATES:
                 # What queued pods' claims charge, and what Job placeholders' claims are made of.
-                summary.kueue_changed = summary.jobs_changed = True
+                summary.kueue_changed = summary.templates_changed = True
             elif kind in KUEUE_KINDS and not (
                 # Status writes (allot's own, for queues) change nothing admission reads.
                 event.type is EventType.MODIFIED and _same_spec(event.old, event.obj)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Collection, Coroutine, Mapping
+from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +93,9 @@ class JobAdmission:
         self.enabled = False
         # Set when something of allot's own (a write's end) may call for another `sync`.
         self.dirty = False
+        self._dirty_keys: set[str] = set()
+        # Pods held back because their Job was unknown or not admitted, by Job key.
+        self._held_pods: dict[str, set[str]] = {}
         self.closing = False
         # Seconds a started Job waits for the victims its admission preempted to be gone.
         self.victim_timeout = 300.0
@@ -128,9 +131,24 @@ class JobAdmission:
         job = self._job(key)
         if job is None or job.metadata.uid != uid or not self.handles(job):
             # A Job allot does not know yet (its watch lags its pods'): wait for it.
-            return job is None
-        tracked = self.jobs.get(key)
-        return tracked is None or tracked.uid != uid or tracked.phase != "admitted"
+            held = job is None
+        else:
+            tracked = self.jobs.get(key)
+            held = tracked is None or tracked.uid != uid or tracked.phase != "admitted"
+        if held:
+            self._held_pods.setdefault(key, set()).add(pod.key)
+        return held
+
+    def _release_held_pods(self, keys: Iterable[str]) -> None:
+        """Pods held back for Jobs that changed are offered again (a Job now known to be none of
+        allot's, or admitted)."""
+        pods = self.cache.stores.get(PODS, {})
+        for key in sorted(keys):
+            held = self._held_pods.pop(key, None)
+            for pod_key in sorted(held or ()):
+                pod = pods.get(pod_key)
+                if isinstance(pod, Pod) and not self.holds_back(pod):
+                    self.cache.offer(pod_key)
 
     def job_of_placeholder(self, pod_key: str) -> str | None:
         return self._placeholder_job.get(pod_key)
@@ -178,54 +196,66 @@ class JobAdmission:
 
     # -- following the Jobs --------------------------------------------------------------
 
-    def sync(self, engine: Engine, now: float) -> None:
-        """Bring placeholders and admissions in line with the Jobs as the API shows them."""
-        self.dirty = False
+    def sync(self, engine: Engine, now: float, keys: Iterable[str] | None = None) -> None:
+        """Bring placeholders and admissions in line with the Jobs as the API shows them: those
+        named by `keys` (Jobs whose watch events arrived) and those allot's own writes changed,
+        or every Job when `keys` is None."""
         if not self.enabled:
+            self.dirty = False
+            self._dirty_keys.clear()
             return
         store = self._store()
-        for key in sorted(set(self.jobs) - set(store)):
+        wanted = set(store) | set(self.jobs) if keys is None else set(keys)
+        wanted |= self._dirty_keys
+        self.dirty = False
+        self._dirty_keys.clear()
+        for key in sorted(wanted):
+            self._sync_one(key, engine, now)
+        self._release_held_pods(wanted)
+
+    def _sync_one(self, key: str, engine: Engine, now: float) -> None:
+        job = self._job(key)
+        if job is None:
             self._finish(key, engine, now, "deleted")
-        for key in sorted(store):
-            job = self._job(key)
-            if job is None or not self.handles(job):
-                if key in self.jobs:
-                    self._finish(key, engine, now, "no longer queued")
-                continue
-            tracked = self.jobs.get(key)
-            if tracked is not None and tracked.uid != job.metadata.uid:
-                self._finish(key, engine, now, "replaced")
+            return
+        if not self.handles(job):
+            if key in self.jobs:
+                self._finish(key, engine, now, "no longer queued")
+            return
+        tracked = self.jobs.get(key)
+        if tracked is not None and tracked.uid != job.metadata.uid:
+            self._finish(key, engine, now, "replaced")
+            tracked = None
+        if job.finished:
+            if tracked is not None:
+                self._finish(key, engine, now, "finished")
+            return
+        if tracked is not None and tracked.phase in ("starting", "stopping"):
+            return
+        if job.suspended:
+            if tracked is not None and tracked.phase == "admitted":
+                # Suspended by someone else while it ran: its quota goes, it queues again.
+                self._finish(key, engine, now, "suspended")
                 tracked = None
-            if job.finished:
+            self._queue(job, tracked, engine)
+        elif tracked is None or tracked.phase != "admitted":
+            if (
+                admission_of(job) is not None
+                and engine.admission is not None
+                and (engine.admission.is_admitted(workload_key(job)))
+            ):
+                self._adopt_admitted(job, engine)
+            else:
+                log.info("job %s runs without an admission: suspending it until it is admitted", key)
+                self.report(
+                    job,
+                    "Normal",
+                    "Suspended",
+                    "Started without an admission: suspended until allot admits it",
+                )
                 if tracked is not None:
-                    self._finish(key, engine, now, "finished")
-                continue
-            if tracked is not None and tracked.phase in ("starting", "stopping"):
-                continue
-            if job.suspended:
-                if tracked is not None and tracked.phase == "admitted":
-                    # Suspended by someone else while it ran: its quota goes, it queues again.
-                    self._finish(key, engine, now, "suspended")
-                    tracked = None
-                self._queue(job, tracked, engine)
-            elif tracked is None or tracked.phase != "admitted":
-                if (
-                    admission_of(job) is not None
-                    and engine.admission is not None
-                    and (engine.admission.is_admitted(workload_key(job)))
-                ):
-                    self._adopt_admitted(job, engine)
-                else:
-                    log.info("job %s runs without an admission: suspending it until it is admitted", key)
-                    self.report(
-                        job,
-                        "Normal",
-                        "Suspended",
-                        "Started without an admission: suspended until allot admits it",
-                    )
-                    if tracked is not None:
-                        self._drop_placeholders(tracked, engine)
-                    self._stop(job, engine, now)
+                    self._drop_placeholders(tracked, engine)
+                self._stop(job, engine, now)
 
     def _queue(self, job: Job, tracked: _Tracked | None, engine: Engine) -> None:
         key = job.key
@@ -444,6 +474,7 @@ class JobAdmission:
         self._drop_placeholders(tracked, engine)
         engine.workload_withdrawn(tracked.workload, time.time())
         self._forget(key)
+        self._dirty_keys.add(key)
         self.dirty = True
         self.on_change()
 
@@ -468,6 +499,7 @@ class JobAdmission:
         if self.jobs.get(key) is tracked:
             # Queued again from the Job's next version (suspended), or stopped again if it still runs.
             self._forget(key)
+            self._dirty_keys.add(key)
             self.dirty = True
             self.on_change()
 

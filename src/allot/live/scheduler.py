@@ -415,8 +415,10 @@ class LiveScheduler:
             self._rebuild_admission()
             engine = self.engine
             assert engine is not None
-        if summary.jobs_changed or self.jobs.dirty:
+        if summary.templates_changed:
             self.jobs.sync(engine, now)
+        elif summary.jobs_changed or self.jobs.dirty:
+            self.jobs.sync(engine, now, summary.jobs_changed)
         for key in summary.pods_added:
             self.jobs.pod_arrived(key, engine)
         if summary.flights_aborted:

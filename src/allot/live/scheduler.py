@@ -288,7 +288,7 @@ class LiveScheduler:
 
     def _rebuild_admission(self) -> None:
         """Kueue's objects changed (or appeared): a fresh admission state over the same cluster."""
-        if self.engine is None:
+        if self.engine is None or (self.engine.admission is None and not self._kueue_present()):
             return
         self.jobs.enabled = self._kueue_present() and not self.options.watch_only
         self.engine = self._build_engine_keeping_state()

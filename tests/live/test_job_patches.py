@@ -6,20 +6,19 @@ import json
 
 import yaml
 
-from allot.engine.engine import Engine
-from allot.live.cache import LiveCache
-from allot.live.job_admission import JobAdmission
-from allot.live.jobs import (
+from allot.admission.jobs import (
     ADMISSION_ANNOTATION,
     ORIGINAL_ANNOTATION,
     admission_of,
     controller_job,
     placeholders,
     resource_flavors,
-    suspend_patch,
-    unsuspend_patch,
     workload_key,
 )
+from allot.engine.engine import Engine
+from allot.live.cache import LiveCache
+from allot.live.job_admission import JobAdmission
+from allot.live.jobs import suspend_patch, unsuspend_patch
 from allot.live.kinds import JOBS, PODS, Kind, decode_object
 from allot.live.webhook import job_patch
 from allot.model.batch import Job

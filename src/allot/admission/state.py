@@ -48,6 +48,7 @@ from allot.admission.flavors import (
     flavor_node_filter,
     no_fit,
 )
+from allot.admission.jobs import restore_admitted_jobs
 from allot.admission.ordering import Admitted
 from allot.admission.preemption import oracle_for
 from allot.admission.preemption import preemption_targets as _targets
@@ -61,6 +62,7 @@ from allot.admission.tree import Node, available
 from allot.admission.workload import Workload, WorkloadBuilder
 from allot.cluster.journal import Journal
 from allot.cluster.state import ClusterState
+from allot.model.batch import Job
 from allot.model.core import Namespace, Pod
 from allot.model.core import Node as KubeNode
 from allot.model.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, WorkloadPriorityClass
@@ -188,6 +190,7 @@ class AdmissionState:
         )
         labels = {node.name: dict(node.metadata.labels) for node in manifests.of_kind(KubeNode)}
         restore_running_pods(state, manifests.of_kind(Pod), labels, start_time)
+        restore_admitted_jobs(state, manifests.of_kind(Job), start_time)
         return state
 
     @classmethod

@@ -18,7 +18,8 @@ For each Job sent to a Kueue queue (`allot.live.jobs` holds the pure part):
   suspended again, as Kueue does. Pods of a queued Job that is not admitted are never scheduled.
 
 On a restart the admission recorded on running Jobs (`allot.dev/job-admission`) is restored
-with the flavors it names (`admission_from_cluster`), so no Job is admitted twice.
+with the flavors it names (`allot.admission.jobs.restore_admitted_jobs`), so no Job is admitted
+twice.
 
 Only Jobs whose pod template names one of allot's profiles are handled (the webhook sets it);
 others are left to whichever scheduler they name.
@@ -33,23 +34,21 @@ from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from allot.admission.jobs import (
+    admission_of,
+    controller_job,
+    is_admitted_job,
+    is_placeholder,
+    is_queued_job,
+    placeholders,
+    workload_key,
+)
 from allot.engine.decisions import Admitted
 from allot.engine.engine import Engine
 from allot.live.cache import LiveCache
 from allot.live.client import ApiClient, ApiError, Conflict, NotFound
-from allot.live.jobs import (
-    admission_of,
-    controller_job,
-    is_placeholder,
-    is_queued_job,
-    placeholders,
-    resource_flavors,
-    suspend_patch,
-    unsuspend_patch,
-    workload_key,
-)
+from allot.live.jobs import suspend_patch, unsuspend_patch
 from allot.live.kinds import JOBS, PODS, RESOURCE_CLAIM_TEMPLATES, DecodeError, decode_object
-from allot.live.kueue import RecordedAdmission
 from allot.model.batch import Job
 from allot.model.core import Pod
 from allot.model.resource import ResourceClaimTemplate
@@ -156,39 +155,25 @@ class JobAdmission:
     def is_placeholder(self, pod_key: str) -> bool:
         return pod_key in self._placeholder_job
 
-    def recorded_admissions(self, now: float) -> list[RecordedAdmission]:
-        """Jobs running on an admission allot recorded (restored when admission is rebuilt)."""
-        records: list[RecordedAdmission] = []
+    def handled_jobs(self) -> list[Job]:
+        """The Jobs allot admits (their recorded admissions are restored when admission is rebuilt)."""
         if not self.enabled:
-            return records
-        templates = self.templates()
-        for key in sorted(self._store()):
-            job = self._job(key)
-            if job is None or not self.handles(job) or job.suspended or job.finished:
-                continue
-            recorded = admission_of(job)
-            if recorded is None:
-                continue
-            pods, _, _ = placeholders(job, templates)
-            admitted_at = recorded.get("admittedAt")
-            records.append(
-                RecordedAdmission(
-                    tuple(pods),
-                    resource_flavors(recorded["flavors"]),
-                    float(admitted_at) if isinstance(admitted_at, (int, float)) else now,
-                )
-            )
-        return records
+            return []
+        return [
+            job for key in sorted(self._store()) if (job := self._job(key)) is not None and self.handles(job)
+        ]
 
     def is_job_pod(self, pod: Pod) -> bool:
-        """A placeholder, or a pod of a Job allot admits: the Job, not the pod, is the workload."""
-        if is_placeholder(pod):
-            return True
+        """Whether admission must not see `pod` as a workload of its own: a pod of a Job allot
+        handles, or a placeholder of a Job whose recorded admission stands for it. (Placeholders of
+        a Job being started count as a running pod group: its admission is not recorded yet.)"""
         owner = controller_job(pod)
         if owner is None or not self.enabled:
             return False
         job = self._job(owner[0])
-        return job is not None and job.metadata.uid == owner[1] and self.handles(job)
+        if job is None or job.metadata.uid != owner[1] or not self.handles(job):
+            return False
+        return not is_placeholder(pod) or is_admitted_job(job)
 
     def templates(self) -> dict[str, ResourceClaimTemplate]:
         store = self.cache.stores.get(RESOURCE_CLAIM_TEMPLATES, {})

@@ -1,17 +1,12 @@
-"""Kueue's Job integration, the pure part: a queued Job as pods, and the patches that admit it.
+"""Kueue's Job integration, the API side: the merge patches that start and stop a queued Job.
 
-A `batch/v1` Job labelled `kueue.x-k8s.io/queue-name` is one Kueue workload. While it is
-suspended it has no pods, so allot stands *placeholder* pods in for them: `pod_count` copies of
-its pod template, made a Kueue pod group (`job-<name>`) so the engine admits and places them all
-or none, exactly as it does plain pods. Placeholders live only in allot's state, never in the
-API. When the engine admits the group, the Job is un-suspended with the admitted flavors' node
-labels and tolerations in its pod template (what Kueue injects), and its own pods then take the
-placeholders' places one by one (`allot.live.job_admission`).
-
-Two annotations on the Job carry what must survive a restart:
+A Job allot admits (its placeholders placed, `allot.admission.jobs`) is un-suspended with the
+admitted flavors' node labels and tolerations in its pod template (what Kueue injects); a Job
+allot preempts, or one that started without an admission, is suspended again. Two annotations
+carry what must survive a restart:
 
 * `allot.dev/job-admission`: the admission (workload, ClusterQueue, flavor by pod set and
-  resource) while the Job runs admitted; removed when allot suspends it again;
+  resource, time) while the Job runs admitted; removed when allot suspends it again;
 * `allot.dev/job-original`: the template's node selector and tolerations before allot first
   changed them, so a Job suspended again and re-admitted on another flavor loses the first
   flavor's labels.
@@ -23,133 +18,11 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from msgspec.structs import replace
-
-from allot.cluster.claims import claim_from_template
-from allot.model.base import ObjectMeta, OwnerReference
+from allot.admission.jobs import ADMISSION_ANNOTATION, ORIGINAL_ANNOTATION, original_placement
 from allot.model.batch import Job
-from allot.model.codec import decode, to_data
-from allot.model.core import Pod, PodResourceClaimStatus, PodStatus, Toleration
-from allot.model.defaults import apply_defaults
-from allot.model.kueue import (
-    POD_GROUP_NAME_LABEL,
-    POD_GROUP_TOTAL_COUNT_ANNOTATION,
-    PRIORITY_CLASS_LABEL,
-    QUEUE_NAME_LABEL,
-    ResourceFlavor,
-)
-from allot.model.resource import ResourceClaim, ResourceClaimTemplate
-
-ADMISSION_ANNOTATION = "allot.dev/job-admission"
-ORIGINAL_ANNOTATION = "allot.dev/job-original"
-# Marks a placeholder pod (the value is its Job's name).
-PLACEHOLDER_ANNOTATION = "allot.dev/placeholder-for-job"
-PLACEHOLDER_INFIX = ".allot-"
-
-
-def is_queued_job(job: Job) -> bool:
-    return bool(job.metadata.labels.get(QUEUE_NAME_LABEL))
-
-
-def group_name(job: Job) -> str:
-    return f"job-{job.name}"
-
-
-def workload_key(job: Job) -> str:
-    """The key the engine knows the Job's workload by (its placeholders' pod group)."""
-    return f"{job.namespace}/{group_name(job)}"
-
-
-def controller_job(pod: Pod) -> tuple[str, str] | None:
-    """(Job key, Job uid) of the Job that controls `pod`, if one does."""
-    for ref in pod.metadata.owner_references:
-        if ref.controller and ref.kind == "Job" and ref.api_version.startswith("batch/"):
-            return f"{pod.namespace}/{ref.name}", ref.uid
-    return None
-
-
-def is_placeholder(pod: Pod) -> bool:
-    return PLACEHOLDER_ANNOTATION in pod.metadata.annotations
-
-
-def admission_of(job: Job) -> dict[str, Any] | None:
-    """The admission allot recorded on the Job, or None (absent or unreadable)."""
-    text = job.metadata.annotations.get(ADMISSION_ANNOTATION)
-    if not text:
-        return None
-    try:
-        recorded = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(recorded, dict) or not isinstance(recorded.get("flavors"), dict):
-        return None
-    return recorded
-
-
-def original_placement(job: Job) -> tuple[dict[str, str], tuple[Toleration, ...]]:
-    """The template's node selector and tolerations before any admission changed them."""
-    spec = job.spec.template.spec
-    text = job.metadata.annotations.get(ORIGINAL_ANNOTATION)
-    if text:
-        try:
-            recorded = json.loads(text)
-            selector = decode(recorded.get("nodeSelector") or {}, dict[str, str])
-            tolerations = decode(recorded.get("tolerations") or [], tuple[Toleration, ...])
-            return selector, tolerations
-        except (ValueError, AttributeError, TypeError):
-            pass
-    return dict(spec.node_selector), spec.tolerations
-
-
-def placeholders(
-    job: Job, templates: Mapping[str, ResourceClaimTemplate]
-) -> tuple[list[Pod], list[ResourceClaim], list[str]]:
-    """The Job's placeholder pods, the claims their template entries get, and what is missing
-    (a claim template that does not exist yet: its pods cannot be placed)."""
-    template = job.spec.template
-    selector, tolerations = original_placement(job)
-    labels = {**template.metadata.labels, QUEUE_NAME_LABEL: job.metadata.labels[QUEUE_NAME_LABEL],
-              POD_GROUP_NAME_LABEL: group_name(job)}  # fmt: skip
-    priority = job.metadata.labels.get(PRIORITY_CLASS_LABEL)
-    if priority:
-        labels[PRIORITY_CLASS_LABEL] = priority
-    count = job.pod_count
-    annotations = {
-        **template.metadata.annotations,
-        POD_GROUP_TOTAL_COUNT_ANNOTATION: str(count),
-        PLACEHOLDER_ANNOTATION: job.name,
-    }
-    owner = OwnerReference(api_version="batch/v1", kind="Job", name=job.name, uid=job.metadata.uid,
-                           controller=True, block_owner_deletion=True)  # fmt: skip
-    spec = replace(template.spec, node_selector=selector, tolerations=tolerations, node_name="")
-    pods: list[Pod] = []
-    claims: list[ResourceClaim] = []
-    missing: list[str] = []
-    for index in range(count):
-        name = f"{job.name}{PLACEHOLDER_INFIX}{index}"
-        metadata = ObjectMeta(
-            name=name,
-            namespace=job.namespace,
-            uid=f"{job.metadata.uid}{PLACEHOLDER_INFIX}{index}",
-            labels=labels,
-            annotations=annotations,
-            owner_references=(owner,),
-            creation_timestamp=job.metadata.creation_timestamp,
-        )
-        pod = apply_defaults(Pod(api_version="v1", kind="Pod", metadata=metadata, spec=spec))
-        statuses: list[PodResourceClaimStatus] = []
-        for entry in spec.resource_claims:
-            if not entry.resource_claim_template_name:
-                continue
-            claim_template = templates.get(f"{job.namespace}/{entry.resource_claim_template_name}")
-            if claim_template is None:
-                missing.append(f"resourceclaimtemplate {job.namespace}/{entry.resource_claim_template_name}")
-                continue
-            claim = claim_from_template(pod, entry.name, claim_template)
-            claims.append(claim)
-            statuses.append(PodResourceClaimStatus(name=entry.name, resource_claim_name=claim.name))
-        pods.append(replace(pod, status=PodStatus(phase="Pending", resource_claim_statuses=tuple(statuses))))
-    return pods, claims, sorted(set(missing))
+from allot.model.codec import to_data
+from allot.model.core import Toleration
+from allot.model.kueue import ResourceFlavor
 
 
 def _flavor_placement(
@@ -219,8 +92,3 @@ def suspend_patch(job: Job) -> dict[str, Any]:
         "metadata": {"uid": job.metadata.uid, "annotations": {ADMISSION_ANNOTATION: None}},
         "spec": {"suspend": True},
     }
-
-
-def resource_flavors(flavors: Mapping[str, str]) -> dict[str, str]:
-    """Resource -> flavor from an admission's `pod set/resource -> flavor` (a Job has one pod set)."""
-    return {key.split("/", 1)[1]: name for key, name in sorted(flavors.items()) if "/" in key}

@@ -12,15 +12,11 @@ what really runs. A Job allot admitted counts as admitted on the flavors recorde
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 
 from msgspec.structs import replace
 
-from allot.admission.errors import AdmissionError
-from allot.admission.running import restore_running
 from allot.admission.state import AdmissionState
 from allot.cluster.state import ClusterState
 from allot.model.core import Pod
@@ -30,28 +26,18 @@ from allot.model.loader import LoadedObject, Manifests
 log = logging.getLogger("allot.live.kueue")
 
 
-@dataclass(frozen=True, slots=True)
-class RecordedAdmission:
-    """A workload admitted by allot whose pods are not (all) in the state, as recorded on its
-    owner (a Job): its complete pods as admission sees them, and the flavor of each resource."""
-
-    pods: tuple[Pod, ...]
-    flavors: Mapping[str, str]
-    admitted_at: float
-
-
 def admission_from_cluster(
     queues: Manifests,
     state: ClusterState,
     *,
-    recorded: Iterable[RecordedAdmission] = (),
     skip: Callable[[Pod], bool] = lambda pod: False,
 ) -> AdmissionState:
     """The admission state of the Kueue objects in `queues` over `state`'s pods, as the state
     holds them (assumed bindings included: their pods are running as far as quota goes).
 
-    `recorded` workloads are admitted on the flavors they name; `skip` leaves out pods that are
-    not workloads of their own (a Job's pods and placeholders: the Job is the workload)."""
+    Jobs among `queues` that run on an admission allot recorded count as admitted on its flavors;
+    `skip` leaves out pods that are not workloads of their own (a Job's pods and placeholders: the
+    Job is the workload)."""
     manifests = Manifests(entries=list(queues.entries))
     where = Location(file="state")
     for info in state.pods.values():
@@ -61,18 +47,4 @@ def admission_from_cluster(
         if info.node is not None and pod.spec.node_name != state.nodes.infos[info.node].name:
             pod = replace(pod, spec=replace(pod.spec, node_name=state.nodes.infos[info.node].name))
         manifests.entries.append(LoadedObject(pod, where))
-    admission = AdmissionState.from_cluster(manifests, state)
-    for record in recorded:
-        for workload in admission.workloads_from_pods(record.pods):
-            whole = dataclasses.replace(workload, incomplete=None)
-            try:
-                restore_running(
-                    admission,
-                    whole,
-                    record.admitted_at,
-                    flavors=record.flavors,
-                    admitted_at=record.admitted_at,
-                )
-            except AdmissionError as error:
-                log.warning("%s", error)
-    return admission
+    return AdmissionState.from_cluster(manifests, state)

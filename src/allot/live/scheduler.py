@@ -271,12 +271,10 @@ class LiveScheduler:
         manifests = self._manifests(kinds)
         if self.options.kueue_config is not None:
             manifests.entries.append(LoadedObject(self.options.kueue_config, Location(file="--kueue-config")))
-        return admission_from_cluster(
-            manifests,
-            state,
-            recorded=self.jobs.recorded_admissions(time.time()),
-            skip=self.jobs.is_job_pod,
+        manifests.entries.extend(
+            LoadedObject(job, Location(file="api:jobs")) for job in self.jobs.handled_jobs()
         )
+        return admission_from_cluster(manifests, state, skip=self.jobs.is_job_pod)
 
     def current_admission(self) -> AdmissionState | None:
         """Admission as the cluster stands now, built afresh from the mirror (what a read-only

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from allot.model.base import Object
+from allot.model.batch import Job
 from allot.model.core import Namespace, Node, Pod
 from allot.model.kueue import (
     ClusterQueue,
@@ -50,6 +51,7 @@ OBJECT_TYPES: tuple[type[Object], ...] = (
     ReplicationController,
     ReplicaSet,
     StatefulSet,
+    Job,
 )
 
 _BY_GROUP_KIND: dict[tuple[str, str], type[Object]] = {(t.API_GROUP, t.KIND): t for t in OBJECT_TYPES}

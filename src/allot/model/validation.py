@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 # Imported for their side effect: each module registers the validators of its kinds.
 from allot.model import (
+    validate_batch,
     validate_core,
     validate_kueue,
     validate_pod_placement,
@@ -128,6 +129,7 @@ __all__ = [
     "is_dns_subdomain",
     "register",
     "register_set",
+    "validate_batch",
     "validate_core",
     "validate_kueue",
     "validate_metadata",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from msgspec.structs import replace
 
+from allot.admission.jobs import is_placeholder, waiting_job_pods
 from allot.admission.state import AdmissionState
 from allot.cluster.invariants import check
 from allot.cluster.pod_index import claim_names
@@ -28,9 +29,11 @@ from allot.dra import AllocationError, Allocator, NoAllocation
 from allot.engine.decisions import Admitted, Bound, CycleResult, Deallocated, Decision, Evicted, Waiting
 from allot.engine.engine import Engine, EnginePolicy
 from allot.model.base import Object
+from allot.model.batch import Job
 from allot.model.core import Pod, PodResourceClaimStatus
+from allot.model.errors import Location
 from allot.model.kueue import ClusterQueue, Topology
-from allot.model.loader import Manifests
+from allot.model.loader import LoadedObject, Manifests
 from allot.model.storage import ANN_SELECTED_NODE
 from allot.model.timestamps import parse_timestamp
 from allot.scheduling.profile import DEFAULT_SCHEDULER_NAME, Profile
@@ -82,6 +85,14 @@ def build_engine(
     `now` is when admission starts: workloads already running count as admitted by then. `seed`
     varies the tie-breaks among equally good nodes.
     """
+    if queues and manifests.of_kind(ClusterQueue):
+        # Suspended Jobs sent to a queue wait as their placeholder pods, as `allot run` has them.
+        waiting = waiting_job_pods(manifests.of_kind(Job))
+        if waiting:
+            where = Location(file="jobs")
+            manifests = Manifests(
+                entries=[*manifests.entries, *(LoadedObject(pod, where) for pod in waiting)]
+            )
     state = ClusterState.from_manifests(manifests)
     admission = None
     if queues and manifests.of_kind(ClusterQueue):
@@ -195,7 +206,8 @@ def resulting_objects(result: PlanResult) -> list[Object]:
     volume_claims: set[str] = set()
     for key in sorted(placed):
         info = state.pods[key]
-        if info.node is None:
+        if info.node is None or is_placeholder(info.pod):
+            # A Job's placeholder: the Job is started, its pods placed when they exist.
             continue
         node = state.nodes.infos[info.node].name
         pod: Pod = info.pod

@@ -32,7 +32,7 @@ import logging
 import time
 from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from allot.admission.jobs import (
     admission_of,
@@ -56,16 +56,19 @@ from allot.model.resource import ResourceClaimTemplate
 log = logging.getLogger("allot.live.jobs")
 
 
+# Where a tracked Job stands: "queued" (its placeholders wait), "starting" (the un-suspend is
+# being written), "admitted" (it runs), "stopping" (the suspend is being written).
+Phase = Literal["queued", "starting", "admitted", "stopping"]
+
+
 @dataclass
 class _Tracked:
     uid: str
     workload: str
     # Placeholder pod keys still in the state.
     placeholders: list[str] = field(default_factory=list)
-    # "queued" (placeholders pending), "starting" (un-suspend being written), "admitted",
-    # "stopping" (suspend being written).
-    phase: str = "queued"
-    # The Job's resourceVersion the placeholders were made from.
+    phase: Phase = "queued"
+    # What of the Job its placeholders were made from (`_queue_version`).
     version: str = ""
 
 

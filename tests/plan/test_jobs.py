@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from allot.cli.queues_cmd import build_state
 from allot.model.loader import load_paths, load_text
 from allot.plan.planner import plan, resulting_objects
 
@@ -35,3 +36,13 @@ def test_without_the_recorded_admission_the_running_job_holds_nothing() -> None:
         "default/waits.allot-0",
         "default/waits.allot-1",
     ]
+
+
+def test_allot_queues_counts_the_running_job_as_admitted_and_the_suspended_ones_as_pending() -> None:
+    state = build_state(load_paths([CLUSTER]))
+    assert state.is_admitted("default/job-running")
+    assert {k for k, e in state.entries.items() if not state.is_admitted(k)} == {
+        "default/job-waits",
+        "default/job-fits",
+    }
+    assert state.usage("team")[("pool-a", "cpu")] == 4000

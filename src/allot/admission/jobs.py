@@ -29,12 +29,14 @@ from allot.model.batch import Job
 from allot.model.codec import decode
 from allot.model.core import Pod, PodResourceClaimStatus, PodStatus, Toleration
 from allot.model.defaults import apply_defaults
+from allot.model.errors import Location
 from allot.model.kueue import (
     POD_GROUP_NAME_LABEL,
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
 )
+from allot.model.loader import LoadedObject, Manifests
 from allot.model.resource import ResourceClaim, ResourceClaimTemplate
 
 ADMISSION_ANNOTATION = "allot.dev/job-admission"
@@ -167,6 +169,19 @@ def waiting_job_pods(jobs: Iterable[Job]) -> list[Pod]:
         if is_queued_job(job) and job.suspended and not job.finished:
             pods.extend(placeholders(job)[0])
     return pods
+
+
+def with_waiting_jobs(manifests: Manifests) -> Manifests:
+    """`manifests` plus the placeholder pods of every queued Job that waits (the same manifests
+    when there is none), as `allot run` stands them in."""
+    waiting = waiting_job_pods(manifests.of_kind(Job))
+    if not waiting:
+        return manifests
+    where = Location(file="jobs")
+    return Manifests(
+        entries=[*manifests.entries, *(LoadedObject(pod, where) for pod in waiting)],
+        skipped=list(manifests.skipped),
+    )
 
 
 def restore_admitted_jobs(

@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from allot.admission import AdmissionState
+from allot.admission.jobs import with_waiting_jobs
 from allot.admission.resources import format_amount
 from allot.admission.running import TERMINAL_PHASES
 from allot.admission.status import (
@@ -46,7 +47,9 @@ def _load(paths: Sequence[str]) -> Manifests:
 
 
 def build_state(manifests: Manifests) -> AdmissionState:
-    """The admission state of a cluster dump: running queued pods admitted, the rest pending."""
+    """The admission state of a cluster dump: running queued pods and Jobs admitted, the rest
+    pending (a suspended queued Job as its placeholder pods, as `allot run` has it)."""
+    manifests = with_waiting_jobs(manifests)
     state = AdmissionState.from_manifests(manifests)
     pods = [p for p in manifests.of_kind(Pod) if p.status.phase not in TERMINAL_PHASES]
     for workload in state.workloads_from_pods(pods):

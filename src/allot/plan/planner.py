@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from msgspec.structs import replace
 
-from allot.admission.jobs import is_placeholder, waiting_job_pods
+from allot.admission.jobs import is_placeholder, with_waiting_jobs
 from allot.admission.state import AdmissionState
 from allot.cluster.invariants import check
 from allot.cluster.pod_index import claim_names
@@ -29,11 +29,9 @@ from allot.dra import AllocationError, Allocator, NoAllocation
 from allot.engine.decisions import Admitted, Bound, CycleResult, Deallocated, Decision, Evicted, Waiting
 from allot.engine.engine import Engine, EnginePolicy
 from allot.model.base import Object
-from allot.model.batch import Job
 from allot.model.core import Pod, PodResourceClaimStatus
-from allot.model.errors import Location
 from allot.model.kueue import ClusterQueue, Topology
-from allot.model.loader import LoadedObject, Manifests
+from allot.model.loader import Manifests
 from allot.model.storage import ANN_SELECTED_NODE
 from allot.model.timestamps import parse_timestamp
 from allot.scheduling.profile import DEFAULT_SCHEDULER_NAME, Profile
@@ -87,12 +85,7 @@ def build_engine(
     """
     if queues and manifests.of_kind(ClusterQueue):
         # Suspended Jobs sent to a queue wait as their placeholder pods, as `allot run` has them.
-        waiting = waiting_job_pods(manifests.of_kind(Job))
-        if waiting:
-            where = Location(file="jobs")
-            manifests = Manifests(
-                entries=[*manifests.entries, *(LoadedObject(pod, where) for pod in waiting)]
-            )
+        manifests = with_waiting_jobs(manifests)
     state = ClusterState.from_manifests(manifests)
     admission = None
     if queues and manifests.of_kind(ClusterQueue):

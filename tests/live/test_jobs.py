@@ -6,6 +6,7 @@ admitted twice, and are suspended again when a higher-priority Job preempts them
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,17 @@ def test_jobs_are_admitted_within_quota_started_on_their_flavor_and_hold_quota_u
         eventually(lambda: "Started" in _job_events(plane, "first"), what="Started event")
         pending = eventually(lambda: _job_events(plane, "second").get("Pending"), what="Pending event")
         assert "quota" in pending, pending
+        # A quota change rebuilds admission: the running Job keeps its 4 CPUs, so 6 still leave
+        # the second waiting.
+        queue = _queues()[1]
+        queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "6"
+        plane.apply(json.dumps(queue))
+        eventually(
+            lambda: (plane.get("clusterqueue", "team").get("status") or {}).get("flavorsUsage"),  # type: ignore[union-attr]
+            what="ClusterQueue usage",
+        )
+        time.sleep(2)
+        assert _running(plane) == {"first"} and _cq_counts(plane) == (1, 1)
         # One pod finishing does not release the quota: the Job still runs.
         _succeed_one = _pods_of(plane, "first")[0]["metadata"]["name"]
         plane.kubectl("patch", "pod", _succeed_one, "-n", NS, "--subresource=status", "--type=merge",

@@ -291,6 +291,7 @@ class LiveScheduler:
         self.jobs.enabled = self._kueue_present() and not self.options.watch_only
         self.engine = self._build_engine_keeping_state()
         self._cycle_needed = True
+        log.info("Kueue's objects changed: admission rebuilt")
 
     def _build_engine_keeping_state(self) -> Engine:
         state = self.cache.state_or_fail()
@@ -368,6 +369,9 @@ class LiveScheduler:
         if summary.changed:
             self.generation += 1
         self._after_batch(summary, now)
+        # A change to Kueue's objects rebuilt the engine: this cycle is the new one's.
+        engine = self.engine
+        assert engine is not None
         if self.cache.release_held(now):
             self._cycle_needed = True
         if not self.may_schedule():

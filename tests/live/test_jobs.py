@@ -21,6 +21,7 @@ from live.cluster import (
     eventually,
     gpu_class,
     gpu_slice,
+    metric,
     no_device_twice,
     pod_claim_devices,
     register_job_webhook,
@@ -158,6 +159,18 @@ def test_jobs_are_admitted_within_quota_started_on_their_flavor_and_hold_quota_u
         # The quota (4 CPUs) is the first Job's: the second stays suspended, without pods.
         eventually(lambda: _cq_counts(plane) == (1, 1), what="ClusterQueue: 1 admitted, 1 pending")
         assert _running(plane) == {"first"} and not _pods_of(plane, "second")
+        # /metrics counts Jobs by state (placeholders are not pending pods).
+        eventually(
+            lambda: (
+                (
+                    metric(allot, "allot_kueue_jobs", state="admitted"),
+                    metric(allot, "allot_kueue_jobs", state="queued"),
+                )
+                == (1, 1)
+            ),
+            what="Job metrics",
+        )
+        assert metric(allot, "scheduler_pending_pods", queue="active") == 0
         # Each Job is told what happened to it: the first started, the second why it waits.
         eventually(lambda: "Started" in _job_events(plane, "first"), what="Started event")
         pending = eventually(lambda: _job_events(plane, "second").get("Pending"), what="Pending event")

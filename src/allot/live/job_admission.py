@@ -152,6 +152,13 @@ class JobAdmission:
                 if isinstance(pod, Pod) and not self.holds_back(pod):
                     self.cache.offer(pod_key)
 
+    def phases(self) -> dict[str, int]:
+        """How many Jobs stand in each phase (for metrics)."""
+        counts: dict[str, int] = {}
+        for tracked in self.jobs.values():
+            counts[tracked.phase] = counts.get(tracked.phase, 0) + 1
+        return counts
+
     def job_of_placeholder(self, pod_key: str) -> str | None:
         return self._placeholder_job.get(pod_key)
 

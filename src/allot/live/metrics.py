@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from allot.admission.jobs import is_placeholder
 from allot.engine.decisions import Admitted, Bound, CycleResult, Waiting
 
 if TYPE_CHECKING:
@@ -103,6 +104,14 @@ class Metrics:
             "GPU-equivalents.",
             ["pool", "model", "state"], registry=r,
         )  # fmt: skip
+        self.jobs = Gauge(
+            "allot_kueue_jobs", "Queued batch/v1 Jobs allot follows, by state: queued, starting, admitted, "
+            "stopping.", ["state"], registry=r,
+        )  # fmt: skip
+        self.job_writes = Gauge(
+            "allot_kueue_job_writes", "Jobs started and stopped (suspended again) since start.", ["action"],
+            registry=r,
+        )  # fmt: skip
         self.pending_gpus = Gauge(
             "allot_pending_pod_gpus", "GPU-equivalents the pending pods ask for.", registry=r
         )
@@ -154,13 +163,21 @@ class Metrics:
         for verb, count in requests.items():
             self.api_requests.labels(verb).set(count)
 
+    def observe_jobs(self, phases: Mapping[str, int], started: int, stopped: int) -> None:
+        for state in ("queued", "starting", "admitted", "stopping"):
+            self.jobs.labels(state).set(phases.get(state, 0))
+        self.job_writes.labels("started").set(started)
+        self.job_writes.labels("stopped").set(stopped)
+
     def observe_state(self, cache: LiveCache, engine: Engine) -> None:
         """Gauges read from the state after a cycle (cheap: counts over pods and claims)."""
         state = cache.state
         if state is None:
             return
-        gated = sum(1 for i in state.pending() if i.pod.spec.scheduling_gates)
-        pending = sum(1 for i in state.pending()) - gated
+        # A suspended Job's placeholders are not pods of the API: they are counted as Jobs.
+        real = [i for i in state.pending() if not is_placeholder(i.pod)]
+        gated = sum(1 for i in real if i.pod.spec.scheduling_gates)
+        pending = len(real) - gated
         self.pending.labels("active").set(pending)
         self.pending.labels("gated").set(gated)
         self.pending.labels("backoff").set(len(cache.held))

@@ -399,6 +399,7 @@ class LiveScheduler:
         for observe in self.observers:
             observe(result, now)
         self.metrics.observe_state(self.cache, engine)
+        self.metrics.observe_jobs(self.jobs.phases(), self.jobs.started, self.jobs.stopped)
         self.metrics.observe_informers(self.reflectors.values(), self.client.requests)
         if engine.admission is not None:
             versions = {kind.plural: r.version for kind, r in self.reflectors.items()}

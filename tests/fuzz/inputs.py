@@ -115,6 +115,22 @@ QUEUED_POD = {
     "metadata": {"name": "queued", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
     "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]},
 }
+QUEUED_JOB = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {"name": "train", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
+    "spec": {
+        "parallelism": 2,
+        "completions": 4,
+        "suspend": True,
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
+            }
+        },
+    },
+}
 # (documents, the commands to run on them as one file, a node to allocate on)
 BUNDLES: dict[str, tuple[list[Any], str]] = {
     "cluster": (_documents(*_yaml_files("cluster")), "gpu-node-1"),
@@ -122,7 +138,10 @@ BUNDLES: dict[str, tuple[list[Any], str]] = {
         [*_documents(*_yaml_files("mig"), EXAMPLES / "cluster" / "deviceclasses.yaml"), POD_WITH_MIG_CLAIM],
         "mig-node-1",
     ),
-    "kueue": ([*_documents(*_yaml_files("kueue"), EXAMPLES / "cluster" / "nodes.yaml"), QUEUED_POD], ""),
+    "kueue": (
+        [*_documents(*_yaml_files("kueue"), EXAMPLES / "cluster" / "nodes.yaml"), QUEUED_POD, QUEUED_JOB],
+        "",
+    ),
 }
 
 

@@ -83,14 +83,17 @@ class JobAdmission:
         scheduler_names: Collection[str],
         on_change: Callable[[], None] = lambda: None,
         report: Callable[[Job, str, str, str], None] = lambda job, kind, reason, note: None,
+        current_engine: Callable[[], Engine | None] = lambda: None,
         job_version: str = "v1",
     ) -> None:
-        """`report(job, type, reason, note)` writes an event on a Job (the StatusWriter's)."""
+        """`report(job, type, reason, note)` writes an event on a Job (the StatusWriter's);
+        `current_engine()` is the scheduler's engine now (writes that end later use it)."""
         self.client = client
         self.cache = cache
         self.scheduler_names = frozenset(scheduler_names)
         self.on_change = on_change
         self.report = report
+        self._current_engine = current_engine
         self.job_version = job_version
         self.enabled = False
         # Set when something of allot's own (a write's end) may call for another `sync`.
@@ -141,16 +144,21 @@ class JobAdmission:
             self._held_pods.setdefault(key, set()).add(pod.key)
         return held
 
-    def _release_held_pods(self, keys: Iterable[str]) -> None:
+    def _release_held_pods(self, keys: Iterable[str], engine: Engine) -> None:
         """Pods held back for Jobs that changed are offered again (a Job now known to be none of
-        allot's, or admitted)."""
+        allot's, or admitted: then they join its workload)."""
         pods = self.cache.stores.get(PODS, {})
         for key in sorted(keys):
             held = self._held_pods.pop(key, None)
             for pod_key in sorted(held or ()):
                 pod = pods.get(pod_key)
                 if isinstance(pod, Pod) and not self.holds_back(pod):
-                    self.cache.offer(pod_key)
+                    self._offer(pod_key, engine)
+
+    def _offer(self, pod_key: str, engine: Engine) -> None:
+        self.cache.offer(pod_key)
+        if pod_key in self.cache.state_or_fail().pods:
+            self.pod_arrived(pod_key, engine)
 
     def phases(self) -> dict[str, int]:
         """How many Jobs stand in each phase (for metrics)."""
@@ -206,7 +214,7 @@ class JobAdmission:
         self._dirty_keys.clear()
         for key in sorted(wanted):
             self._sync_one(key, engine, now)
-        self._release_held_pods(wanted)
+        self._release_held_pods(wanted, engine)
 
     def _sync_one(self, key: str, engine: Engine, now: float) -> None:
         job = self._job(key)
@@ -286,11 +294,12 @@ class JobAdmission:
         self.jobs[key] = tracked
         self._by_workload[tracked.workload] = key
         engine.hold_until_finished(tracked.workload)
-        self._take_pods(key, engine)
+        self._take_pods(key, engine, self._pods_by_job().get((key, job.metadata.uid), []))
 
     def after_build(self, engine: Engine) -> None:
         """A new engine (admission rebuilt): admitted Jobs hold their quota, and their pods and
         placeholders belong to their workloads again."""
+        by_job: dict[tuple[str, str], list[str]] | None = None
         for key, tracked in sorted(self.jobs.items()):
             if tracked.phase not in ("starting", "admitted"):
                 continue
@@ -298,21 +307,23 @@ class JobAdmission:
             for placeholder in tracked.placeholders:
                 engine.adopt(placeholder, tracked.workload)
             if tracked.phase == "admitted":
-                self._take_pods(key, engine)
+                if by_job is None:
+                    by_job = self._pods_by_job()
+                self._take_pods(key, engine, by_job.get((key, tracked.uid), []))
 
-    def _take_pods(self, key: str, engine: Engine) -> None:
+    def _pods_by_job(self) -> dict[tuple[str, str], list[str]]:
+        """The API's pods by controlling Job (key, uid), listed once."""
+        found: dict[tuple[str, str], list[str]] = {}
+        for pod_key, pod in self.cache.stores.get(PODS, {}).items():
+            owner = controller_job(pod) if isinstance(pod, Pod) else None
+            if owner is not None:
+                found.setdefault(owner, []).append(pod_key)
+        return found
+
+    def _take_pods(self, key: str, engine: Engine, pods: Iterable[str]) -> None:
         """Pods of an admitted Job join its workload, each in place of a placeholder."""
-        tracked = self.jobs[key]
-        job = self._job(key)
-        if job is None:
-            return
-        state = self.cache.state_or_fail()
-        for pod_key, pod in sorted(self.cache.stores.get(PODS, {}).items()):
-            if not isinstance(pod, Pod) or controller_job(pod) != (key, job.metadata.uid):
-                continue
-            self.cache.offer(pod_key)
-            if pod_key in state.pods and engine.workload_of(pod_key) != tracked.workload:
-                self.pod_arrived(pod_key, engine)
+        for pod_key in sorted(pods):
+            self._offer(pod_key, engine)
 
     def pod_arrived(self, pod_key: str, engine: Engine) -> None:
         """A pod entered the state: if an admitted Job owns it, it joins the Job's workload."""
@@ -323,6 +334,8 @@ class JobAdmission:
         owner = controller_job(info.pod)
         tracked = self.jobs.get(owner[0]) if owner is not None else None
         if owner is None or tracked is None or tracked.uid != owner[1] or tracked.phase != "admitted":
+            return
+        if engine.workload_of(pod_key) == tracked.workload:
             return
         engine.adopt(pod_key, tracked.workload)
         if tracked.placeholders and not info.bound:
@@ -353,7 +366,7 @@ class JobAdmission:
         )  # fmt: skip
         flavors = ", ".join(f"{k}={v}" for k, v in sorted(decision.flavors.items()))
         note = f"Admitted by ClusterQueue {decision.cluster_queue} ({flavors}); started"
-        self._spawn(self._start(key, tracked, job, patch, engine, tuple(victims), note), f"start job {key}")
+        self._spawn(self._start(key, tracked, job, patch, tuple(victims), note), f"start job {key}")
         return True
 
     def waiting(self, pod_key: str, reason: str) -> None:
@@ -396,6 +409,12 @@ class JobAdmission:
 
     # -- writes --------------------------------------------------------------------------
 
+    def current_engine(self) -> Engine:
+        engine = self._current_engine()
+        if engine is None:
+            raise RuntimeError("job admission used before the scheduler built its engine")
+        return engine
+
     def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.get_running_loop().create_task(coroutine, name=name)
         self.tasks.add(task)
@@ -416,7 +435,6 @@ class JobAdmission:
         tracked: _Tracked,
         job: Job,
         patch: dict[str, object],
-        engine: Engine,
         victims: tuple[str, ...],
         note: str,
     ) -> None:
@@ -443,7 +461,7 @@ class JobAdmission:
         except ApiError as error:
             log.info("could not start job %s (%s): it queues again", key, error)
             if self.jobs.get(key) is tracked and tracked.phase == "starting":
-                self._withdraw(key, tracked, engine)
+                self._withdraw(key, tracked, self.current_engine())
             return
         if self.jobs.get(key) is not tracked or tracked.phase != "starting":
             return
@@ -451,7 +469,9 @@ class JobAdmission:
         self.started += 1
         self.report(job, "Normal", "Started", note)
         log.info("job %s admitted: started", key)
-        self._take_pods(key, engine)
+        # Pods its controller made while the start was written waited; they join it now (with
+        # the engine of now: a change to Kueue's objects may have rebuilt it meanwhile).
+        self._release_held_pods([key], self.current_engine())
         self.on_change()
 
     async def _fetch(self, job: Job) -> Job | None:

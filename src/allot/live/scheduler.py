@@ -124,7 +124,12 @@ class LiveScheduler:
         self.queue_status = QueueStatusWriter(client)
         # Kueue's Job integration: suspended Jobs admitted through placeholder pods.
         self.jobs = JobAdmission(
-            client, self.cache, scheduler_names=self.names, on_change=self.wake, report=self.status.job_event
+            client,
+            self.cache,
+            scheduler_names=self.names,
+            on_change=self.wake,
+            report=self.status.job_event,
+            current_engine=lambda: self.engine,
         )
         self.jobs.victim_timeout = options.victim_timeout
         self.binder = Binder(

@@ -427,19 +427,27 @@ def webhook_flags(plane: ControlPlane, folder: Path) -> list[str]:
     return ["--webhook-port=0", f"--webhook-cert-file={cert}", f"--webhook-key-file={key}"]
 
 
+def register_webhook(plane: ControlPlane, kind: str, name: str, url: str, rules: list[dict[str, Any]],
+                     *, timeout: int = 10) -> None:  # fmt: skip
+    """Register (or point again) a Mutating/ValidatingWebhookConfiguration at `url`, trusted
+    through the plane's CA, failing closed."""
+    ca = base64.b64encode(plane.certs.ca_cert.read_bytes()).decode()
+    plane.apply(json.dumps({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name},
+        "webhooks": [{
+            "name": f"{name}.allot.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+            "failurePolicy": "Fail", "timeoutSeconds": timeout,
+            "clientConfig": {"url": url, "caBundle": ca}, "rules": rules,
+        }],
+    }))  # fmt: skip
+
+
 def register_job_webhook(plane: ControlPlane, allot: AllotProcess) -> None:
     """Register (or point again) the MutatingWebhookConfiguration at `allot`'s webhook port."""
     found = eventually(
         lambda: re.search(r"Job webhook on [0-9.]+:(\d+)", allot.output()), what="webhook port"
     )
-    ca = base64.b64encode(plane.certs.ca_cert.read_bytes()).decode()
-    plane.apply(json.dumps({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": "allot-jobs"},
-        "webhooks": [{
-            "name": "jobs.allot.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
-            "failurePolicy": "Fail", "timeoutSeconds": 10,
-            "clientConfig": {"url": f"https://127.0.0.1:{found.group(1)}/mutate-batch-v1-job", "caBundle": ca},
-            "rules": [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["jobs"]}],
-        }],
-    }))  # fmt: skip
+    register_webhook(
+        plane, "MutatingWebhookConfiguration", "allot-jobs", f"https://127.0.0.1:{found.group(1)}/mutate-batch-v1-job",
+        [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["jobs"]}],
+    )  # fmt: skip

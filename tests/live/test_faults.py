@@ -7,7 +7,6 @@ that is gone, and nothing left pending that `allot place` would place.
 
 from __future__ import annotations
 
-import base64
 import http.server
 import json
 import random
@@ -33,6 +32,7 @@ from live.cluster import (
     pending_that_fit,
     pod_manifest,
     pods,
+    register_webhook,
     soundness,
 )
 
@@ -144,18 +144,12 @@ class ConflictInjector:
         self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
-        ca = base64.b64encode(plane.certs.ca_cert.read_bytes()).decode()
-        plane.apply(json.dumps({
-            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": "inject-conflicts"},
-            "webhooks": [{
-                "name": "conflicts.test.allot.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
-                "failurePolicy": "Fail", "timeoutSeconds": 20,
-                "clientConfig": {"url": f"https://127.0.0.1:{self.server.server_port}/", "caBundle": ca},
-                "rules": [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"], "operations": ["UPDATE"],
-                           "resources": ["resourceclaims/status"]}],
-            }],
-        }))  # fmt: skip
+        register_webhook(
+            plane, "ValidatingWebhookConfiguration", "inject-conflicts", f"https://127.0.0.1:{self.server.server_port}/",
+            [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"], "operations": ["UPDATE"],
+              "resources": ["resourceclaims/status"]}],
+            timeout=20,
+        )  # fmt: skip
 
     def close(self) -> None:
         self.server.shutdown()

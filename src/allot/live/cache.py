@@ -114,9 +114,8 @@ class BatchSummary:
     bindings_confirmed: list[str] = field(default_factory=list)
     flights_aborted: list[str] = field(default_factory=list)
     kueue_changed: bool = False
-    # Jobs changed (their keys), or the claim templates every placeholder may use (all Jobs).
+    # Jobs that changed, by key (a claim template change rebuilds admission, which syncs every Job).
     jobs_changed: set[str] = field(default_factory=set)
-    templates_changed: bool = False
     changed: bool = False
 
 
@@ -269,7 +268,7 @@ class LiveCache:
                 summary.jobs_changed.add(event.obj.key)
             elif kind is RESOURCE_CLAIM_TEMPLATES:
                 # What queued pods' claims charge, and what Job placeholders' claims are made of.
-                summary.kueue_changed = summary.templates_changed = True
+                summary.kueue_changed = True
             elif kind in KUEUE_KINDS and not (
                 # Status writes (allot's own, for queues) change nothing admission reads.
                 event.type is EventType.MODIFIED and _same_spec(event.old, event.obj)

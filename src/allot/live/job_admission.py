@@ -96,9 +96,10 @@ class JobAdmission:
         self._current_engine = current_engine
         self.job_version = job_version
         self.enabled = False
-        # Set when something of allot's own (a write's end) may call for another `sync`.
-        self.dirty = False
+        # Jobs whose state allot's own writes changed (a write's end): synced at the next `sync`.
         self._dirty_keys: set[str] = set()
+        # The claim templates, read once per `sync` (None outside one).
+        self._templates: dict[str, ResourceClaimTemplate] | None = None
         # Pods held back because their Job was unknown or not admitted, by Job key.
         self._held_pods: dict[str, set[str]] = {}
         self.closing = False
@@ -160,6 +161,11 @@ class JobAdmission:
         if pod_key in self.cache.state_or_fail().pods:
             self.pod_arrived(pod_key, engine)
 
+    @property
+    def dirty(self) -> bool:
+        """Whether allot's own writes changed a Job since the last `sync`."""
+        return bool(self._dirty_keys)
+
     def phases(self) -> dict[str, int]:
         """How many Jobs stand in each phase (for metrics)."""
         counts: dict[str, int] = {}
@@ -204,16 +210,17 @@ class JobAdmission:
         named by `keys` (Jobs whose watch events arrived) and those allot's own writes changed,
         or every Job when `keys` is None."""
         if not self.enabled:
-            self.dirty = False
             self._dirty_keys.clear()
             return
         store = self._store()
         wanted = set(store) | set(self.jobs) if keys is None else set(keys)
         wanted |= self._dirty_keys
-        self.dirty = False
         self._dirty_keys.clear()
-        for key in sorted(wanted):
-            self._sync_one(key, engine, now)
+        try:
+            for key in sorted(wanted):
+                self._sync_one(key, engine, now)
+        finally:
+            self._templates = None
         self._release_held_pods(wanted, engine)
 
     def _sync_one(self, key: str, engine: Engine, now: float) -> None:
@@ -267,7 +274,9 @@ class JobAdmission:
             return
         if tracked is not None:
             self._drop_placeholders(tracked, engine)
-        pods, claims, missing = placeholders(job, self.templates())
+        if self._templates is None:
+            self._templates = self.templates()
+        pods, claims, missing = placeholders(job, self._templates)
         tracked = _Tracked(job.metadata.uid, workload_key(job), version=version)
         self.jobs[key] = tracked
         self._by_workload[tracked.workload] = key
@@ -303,9 +312,8 @@ class JobAdmission:
         for key, tracked in sorted(self.jobs.items()):
             if tracked.phase not in ("starting", "admitted"):
                 continue
+            # Its placeholders still in the state are the restored workload's pods already.
             engine.hold_until_finished(tracked.workload)
-            for placeholder in tracked.placeholders:
-                engine.adopt(placeholder, tracked.workload)
             if tracked.phase == "admitted":
                 if by_job is None:
                     by_job = self._pods_by_job()
@@ -376,9 +384,9 @@ class JobAdmission:
         if job is not None:
             self.report(job, "Warning", "Pending", reason)
 
-    def evicted(self, pod_key: str, engine: Engine, now: float, reason: str = "") -> bool:
-        """The engine evicted a pod; True when it was a placeholder (nothing to delete). A Job
-        whose workload loses its admission is suspended."""
+    def evicted(self, pod_key: str, engine: Engine, now: float, reason: str = "") -> None:
+        """The engine evicted a pod: a Job whose workload loses its admission is suspended (its
+        placeholders leave the state; its pods are deleted by the caller, as any victim)."""
         key = self._placeholder_job.get(pod_key)
         if key is None:
             info = self.cache.state_or_fail().pods.get(pod_key)
@@ -386,8 +394,7 @@ class JobAdmission:
             key = owner[0] if owner is not None else None
         tracked = self.jobs.get(key) if key is not None else None
         if key is None or tracked is None:
-            return False
-        placeholder = pod_key in self._placeholder_job
+            return
         if tracked.phase in ("starting", "admitted"):
             job = self._job(key)
             log.info("job %s preempted: suspending it", key)
@@ -403,9 +410,8 @@ class JobAdmission:
             engine.workload_withdrawn(tracked.workload, now)
             if job is not None:
                 self._stop(job, engine, now)
-        elif placeholder:
+        elif pod_key in self._placeholder_job:
             self._drop_placeholder(tracked, pod_key, engine)
-        return placeholder
 
     # -- writes --------------------------------------------------------------------------
 
@@ -490,7 +496,6 @@ class JobAdmission:
         engine.workload_withdrawn(tracked.workload, time.time())
         self._forget(key)
         self._dirty_keys.add(key)
-        self.dirty = True
         self.on_change()
 
     def _stop(self, job: Job, engine: Engine, now: float) -> None:
@@ -515,7 +520,6 @@ class JobAdmission:
             # Queued again from the Job's next version (suspended), or stopped again if it still runs.
             self._forget(key)
             self._dirty_keys.add(key)
-            self.dirty = True
             self.on_change()
 
     # -- bookkeeping ---------------------------------------------------------------------

@@ -423,9 +423,7 @@ class LiveScheduler:
             self._rebuild_admission()
             engine = self.engine
             assert engine is not None
-        if summary.templates_changed:
-            self.jobs.sync(engine, now)
-        elif summary.jobs_changed or self.jobs.dirty:
+        if summary.jobs_changed or self.jobs.dirty:
             self.jobs.sync(engine, now, summary.jobs_changed)
         for key in summary.pods_added:
             self.jobs.pod_arrived(key, engine)
@@ -447,11 +445,9 @@ class LiveScheduler:
                 victims.setdefault(decision.preemptor, []).append(decision.pod)
         for decision in result.decisions:
             if isinstance(decision, Evicted):
-                if decision.pod in placeholders:
-                    jobs.evicted(decision.pod, engine, now, decision.reason)
-                    continue
                 jobs.evicted(decision.pod, engine, now, decision.reason)
-                self._evict(decision)
+                if decision.pod not in placeholders:
+                    self._evict(decision)
             elif isinstance(decision, Bound) and decision.pod in placeholders:
                 continue
             elif isinstance(decision, Bound):

@@ -51,7 +51,7 @@ from allot.admission.targets import (
     satisfies_policy,
     workload_fits,
 )
-from allot.admission.tree import Node, borrowing_with, drop_at
+from allot.admission.tree import Node, borrowing_with, bubbled, drop_at
 from allot.model.kueue_config import LESS_THAN_INITIAL_SHARE
 
 Strategy = Callable[[DRS, DRS, DRS], bool]
@@ -271,10 +271,96 @@ def _strategy_targets(
         yield from _second_strategy(world, preemptor, retry)
 
 
+def _cannot_fit(world: World, preemptor: Preemptor, candidates: list[Admitted]) -> bool:
+    """Whether the search is bound to end without a fit, told from the shares before any removal
+    (true only where that is certain; false means the search must run).
+
+    Where every candidate is in another ClusterQueue and all of them meet the preemptor's path at
+    the same cohort, the preemptor's side at the almost-LCA holds no candidate, so its share
+    stays what it is with the preemptor's usage added. A target's share only falls as its
+    workloads go, so every strategy takes a victim only where the preemptor's share does not
+    exceed the target's share now. Removing every candidate of such targets frees the most any
+    search could free: if the preemptor does not fit then, it never fits.
+    """
+    node = world.node(preemptor.cluster_queue)
+    if node.parent is None:
+        return False
+    if world.config.fair_sharing_preempt_within_nominal and not any(
+        borrowing_with(node, fr, preemptor.usage.get(fr, 0)) for fr in preemptor.frs
+    ):
+        return False
+    path = [node, *node.ancestors()]
+    depth = {id(n): index for index, n in enumerate(path)}
+    meeting = 0
+    sides: dict[str, Node] = {}
+    for candidate in candidates:
+        if candidate.cluster_queue in sides:
+            continue
+        side = world.node(candidate.cluster_queue)
+        if id(side) in depth:
+            return False
+        while side.parent is not None and id(side.parent) not in depth:
+            side = side.parent
+        if side.parent is None:
+            return False
+        level = depth[id(side.parent)]
+        if meeting and level != meeting:
+            return False
+        meeting = level
+        sides[candidate.cluster_queue] = side
+    mine = path[meeting - 1]
+    added = next((delta for n, delta in bubbled(node, preemptor.usage) if n is mine), None)
+    share = world.shares.share
+    preemptor_share = share(mine, added)
+    open_sides = {id(side) for side in sides.values() if compare_drs(preemptor_share, share(side)) <= 0}
+    if not open_sides:
+        return True
+    # What the strategies could take at most: under LessThanOrEqualToFinalShare a victim whose
+    # removal leaves its side's share below the preemptor's now never qualifies later either;
+    # LessThanInitialShare, when it runs second, takes at most one workload per side.
+    names = world.config.preemption_strategies
+    final_share_first = _strategy(names[0]) is less_than_or_equal_to_final_share
+    below = {id(side) for side in sides.values() if compare_drs(preemptor_share, share(side)) < 0}
+    freed: dict[str, dict[FlavorResource, int]] = {}
+    judged: dict[tuple[object, ...], bool] = {}
+    left_over: dict[str, dict[FlavorResource, int]] = {}
+    for candidate in candidates:
+        side = sides[candidate.cluster_queue]
+        if id(side) not in open_sides:
+            continue
+        if final_share_first:
+            shape = (candidate.cluster_queue, *candidate.usage.items())
+            taken = judged.get(shape)
+            if taken is None:
+                drop = drop_at(world.node(candidate.cluster_queue), candidate.usage, side)
+                without = share(side, {fr: -value for fr, value in drop.items()})
+                taken = judged[shape] = compare_drs(preemptor_share, without) <= 0
+        else:
+            taken = id(side) in below
+        if not taken:
+            if len(names) > 1 and id(side) in below:
+                # Bounded by the largest of each ClusterQueue of the side, which is more.
+                most = left_over.setdefault(candidate.cluster_queue, {})
+                for fr, value in candidate.usage.items():
+                    most[fr] = max(most.get(fr, 0), value)
+            continue
+        total = freed.setdefault(candidate.cluster_queue, {})
+        for fr, value in candidate.usage.items():
+            total[fr] = total.get(fr, 0) + value
+    for cq, most in left_over.items():
+        total = freed.setdefault(cq, {})
+        for fr, value in most.items():
+            total[fr] = total.get(fr, 0) + value
+    with world.tree.journal.transaction():
+        for cq, usage in sorted(freed.items()):
+            world.tree.remove_usage(world.node(cq), usage)
+        return not workload_fits(world, preemptor, allow_borrowing=True)
+
+
 def fair_targets(world: World, preemptor: Preemptor) -> list[Target] | None:
     """The targets Kueue's fair-sharing preemption picks, or None if the preemptor cannot fit."""
     candidates = find_candidates(world, preemptor)
-    if not candidates:
+    if not candidates or _cannot_fit(world, preemptor, candidates):
         return None
     node = world.node(preemptor.cluster_queue)
     journal = world.tree.journal

@@ -1,0 +1,121 @@
+"""The bound that lets fair-sharing preemption give up before its search: it may only say "no
+fit" where the search would say so too (allot.admission.fair_preemption._cannot_fit)."""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from allot.admission import AdmissionConfig, AdmissionState, Mode, fair_preemption
+from allot.admission.targets import Preemptor
+from allot.model.kueue_config import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+from fuzzing import examples
+
+from .builders import CQ, CohortB, make_state, workload
+
+QUEUES = ("a", "b", "c", "d")
+STRATEGIES = (
+    (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE),
+    (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
+    (LESS_THAN_INITIAL_SHARE,),
+)
+
+
+def two_teams() -> AdmissionState:
+    # The cohort holds all 12 CPUs; a and b own none of them.
+    return make_state(
+        CQ("a").cohort("c").quota("default", cpu=0).preemption(reclaim="Any"),
+        CQ("b").cohort("c").quota("default", cpu=0),
+        cohorts=(CohortB("c").quota("default", cpu=12),),
+        config=AdmissionConfig(fair_sharing=True),
+    )
+
+
+def admit(state: AdmissionState, key: str, queue: str, cpu: int, priority: int = 0, at: float = 0.0) -> bool:
+    w = workload(key, f"lq-{queue}", cpu=cpu, priority=priority, created=at)
+    state.submit(w)
+    assignment = state.assign(w)
+    if assignment.mode is not Mode.FIT:
+        return False
+    state.admit(w, assignment, at)
+    return True
+
+
+def preemptor_for(state: AdmissionState, key: str, queue: str, cpu: int, priority: int) -> Preemptor | None:
+    w = workload(key, f"lq-{queue}", cpu=cpu, priority=priority, created=1000.0)
+    state.submit(w)
+    assignment = state.assign(w)
+    if assignment.mode is not Mode.PREEMPT:
+        return None
+    return Preemptor(w.key, queue, priority, 1000.0, assignment.usage, assignment.needs_preemption())
+
+
+def test_a_queue_already_above_every_borrower_gives_up_without_searching() -> None:
+    state = two_teams()
+    assert admit(state, "b1", "b", 4, at=1)  # b's share 333
+    assert admit(state, "a1", "a", 6, at=2)  # a's share 500, 666 with 2 more
+    assert admit(state, "b2", "b", 2, at=3)  # the cohort is full
+    preemptor = preemptor_for(state, "p", "a", 2, 0)
+    assert preemptor is not None
+    candidates = fair_preemption.find_candidates(state.world, preemptor)
+    assert [c.key for c in candidates] == ["ns/b2", "ns/b1"]
+    assert fair_preemption._cannot_fit(state.world, preemptor, candidates)
+    assert fair_preemption.fair_targets(state.world, preemptor) is None
+
+
+def test_a_queue_below_a_borrower_still_searches() -> None:
+    state = two_teams()
+    assert admit(state, "b1", "b", 10, at=1)  # b's share 833
+    preemptor = preemptor_for(state, "p", "a", 6, 0)  # a's share after: 500
+    assert preemptor is not None
+    candidates = fair_preemption.find_candidates(state.world, preemptor)
+    assert not fair_preemption._cannot_fit(state.world, preemptor, candidates)
+    found = fair_preemption.fair_targets(state.world, preemptor)
+    assert found is not None and [t.workload_key for t in found] == ["ns/b1"]
+
+
+def random_state(draw: Any) -> AdmissionState:
+    hierarchical = draw(st.booleans())
+    cqs = []
+    for name in QUEUES:
+        cohort = "mid" if hierarchical and name in ("a", "b") else "root"
+        queue = (
+            CQ(name)
+            .cohort(cohort)
+            .quota("default", cpu=draw(st.integers(0, 4)))
+            .preemption(within=draw(st.sampled_from(["Never", "LowerPriority"])), reclaim="Any")
+        )
+        cqs.append(queue.weight(draw(st.sampled_from([0, 0.5, 1, 2]))))
+    cohorts = [CohortB("root").quota("default", cpu=draw(st.integers(0, 6)))]
+    if hierarchical:
+        cohorts.append(CohortB("mid").parent("root").weight(draw(st.sampled_from([0.5, 1, 2]))))
+    config = AdmissionConfig(
+        fair_sharing=True,
+        preemption_strategies=draw(st.sampled_from(STRATEGIES)),
+        fair_sharing_preempt_within_nominal=draw(st.booleans()),
+    )
+    return make_state(*cqs, cohorts=tuple(cohorts), config=config)
+
+
+job = st.tuples(st.sampled_from(QUEUES), st.integers(1, 4), st.integers(0, 2))
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.data(), st.lists(job, min_size=1, max_size=14), st.lists(job, min_size=1, max_size=6))
+def test_the_bound_never_turns_down_a_preemption_the_search_finds(
+    data: st.DataObject, admitted: list[tuple[str, int, int]], asking: list[tuple[str, int, int]]
+) -> None:
+    state = random_state(data.draw)
+    for index, (queue, cpu, priority) in enumerate(admitted):
+        admit(state, f"w{index}", queue, cpu, priority, at=float(index))
+    for index, (queue, cpu, priority) in enumerate(asking):
+        preemptor = preemptor_for(state, f"p{index}", queue, cpu, priority)
+        if preemptor is None:
+            continue
+        with_bound = fair_preemption.fair_targets(state.world, preemptor)
+        with mock.patch.object(fair_preemption, "_cannot_fit", return_value=False):
+            searched = fair_preemption.fair_targets(state.world, preemptor)
+        assert with_bound == searched

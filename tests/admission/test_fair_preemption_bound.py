@@ -1,5 +1,6 @@
-"""The bound that lets fair-sharing preemption give up before its search: it may only say "no
-fit" where the search would say so too (allot.admission.fair_preemption._cannot_fit)."""
+"""Shortcuts of fair-sharing preemption that must give the search's answer: the bound that gives up
+before the search (allot.admission.fair_preemption._cannot_fit), and the reuse of the flavor
+oracle's search for a whole assignment."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allot.admission import AdmissionConfig, AdmissionState, Mode, fair_preemption
+from allot.admission.preemption import preemption_targets
 from allot.admission.targets import Preemptor
 from allot.model.kueue_config import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
 from fuzzing import examples
@@ -119,3 +121,59 @@ def test_the_bound_never_turns_down_a_preemption_the_search_finds(
         with mock.patch.object(fair_preemption, "_cannot_fit", return_value=False):
             searched = fair_preemption.fair_targets(state.world, preemptor)
         assert with_bound == searched
+
+
+def two_resource_state(draw: Any) -> AdmissionState:
+    hierarchical = draw(st.booleans())
+    cqs = []
+    for name in QUEUES:
+        cohort = "mid" if hierarchical and name in ("a", "b") else "root"
+        quotas = {
+            "cpu": draw(st.integers(0, 4)),
+            "memory": (f"{draw(st.integers(0, 4))}Gi", *draw(st.sampled_from([(), (None, "1Gi"), ("2Gi",)]))),
+        }
+        queue = CQ(name).cohort(cohort).quota("default", **quotas)
+        cqs.append(
+            queue.preemption(within="LowerPriority", reclaim="Any").weight(draw(st.sampled_from([0.5, 1])))
+        )
+    cohorts = [
+        CohortB("root").quota("default", cpu=draw(st.integers(0, 4)), memory=f"{draw(st.integers(0, 4))}Gi")
+    ]
+    if hierarchical:
+        cohorts.append(CohortB("mid").parent("root"))
+    config = AdmissionConfig(fair_sharing=True, preemption_strategies=draw(st.sampled_from(STRATEGIES)))
+    return make_state(*cqs, cohorts=tuple(cohorts), config=config)
+
+
+sized_job = st.tuples(st.sampled_from(QUEUES), st.integers(1, 4), st.integers(0, 3), st.integers(0, 2))
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.data(), st.lists(sized_job, min_size=1, max_size=14), st.lists(sized_job, min_size=1, max_size=6))
+def test_a_whole_assignment_gets_the_targets_a_fresh_search_finds(
+    data: st.DataObject,
+    admitted: list[tuple[str, int, int, int]],
+    asking: list[tuple[str, int, int, int]],
+) -> None:
+    # The engine's search for a whole assignment may reuse the flavor oracle's search for the one
+    # contested resource (allot.admission.preemption.assignment_targets): never with another answer.
+    state = two_resource_state(data.draw)
+    for index, (queue, cpu, memory, priority) in enumerate(admitted):
+        w = workload(
+            f"w{index}", f"lq-{queue}", cpu=cpu, memory=f"{memory}Gi", priority=priority, created=index
+        )
+        state.submit(w)
+        assignment = state.assign(w)
+        if assignment.mode is Mode.FIT:
+            state.admit(w, assignment, float(index))
+    for index, (queue, cpu, memory, priority) in enumerate(asking):
+        w = workload(
+            f"p{index}", f"lq-{queue}", cpu=cpu, memory=f"{memory}Gi", priority=priority, created=1000.0
+        )
+        state.submit(w)
+        assignment = state.assign(w)  # runs the oracle, which fills its cache
+        if assignment.mode is not Mode.PREEMPT:
+            continue
+        found = state.preemption_targets(w, assignment)
+        preemptor = Preemptor(w.key, queue, priority, 1000.0, assignment.usage, assignment.needs_preemption())
+        assert found == preemption_targets(state.world, preemptor)

@@ -19,7 +19,7 @@ from allot.admission.flavors import Oracle, Possibility
 from allot.admission.quota import LOWER_OR_NEWER_EQUAL_PRIORITY, QueuePolicy
 from allot.admission.resources import FlavorResource
 from allot.admission.targets import Preemptor, Target, World
-from allot.admission.tree import lowest_subtree_that_fits
+from allot.admission.tree import available, bubbled, lowest_subtree_that_fits
 
 
 def preemption_targets(world: World, preemptor: Preemptor) -> list[Target] | None:
@@ -42,25 +42,30 @@ def timestamp_matters(policy: QueuePolicy) -> bool:
     )
 
 
+def _oracle_key(
+    world: World, cluster_queue: str, fr: FlavorResource, quantity: int, priority: int, order_time: float
+) -> tuple[object, ...]:
+    # Equal heads share the answer until usage changes.
+    stamp = order_time if timestamp_matters(world.policies[cluster_queue]) else None
+    return (cluster_queue, fr, quantity, priority, stamp)
+
+
 def oracle_for(world: World, *, key: str, cluster_queue: str, priority: int, order_time: float) -> Oracle:
     """The preemption oracle the flavor assigner consults for one workload."""
 
-    # Equal heads share the answer until usage changes.
-    stamp = order_time if timestamp_matters(world.policies[cluster_queue]) else None
-
     def simulate(fr: FlavorResource, quantity: int) -> tuple[Possibility, int]:
-        cache_key = (cluster_queue, fr, quantity, priority, stamp)
+        cache_key = _oracle_key(world, cluster_queue, fr, quantity, priority, order_time)
         cached = world.oracle_cache.get(cache_key)
         generation = world.tree.generation
         if cached is not None and cached[0] == generation:
             return cached[1]  # type: ignore[return-value]
-        result = _simulate(fr, quantity)
+        result, targets = _simulate(fr, quantity)
         if len(world.oracle_cache) > 4096:
             world.oracle_cache.clear()
-        world.oracle_cache[cache_key] = (generation, result)
+        world.oracle_cache[cache_key] = (generation, result, targets)
         return result
 
-    def _simulate(fr: FlavorResource, quantity: int) -> tuple[Possibility, int]:
+    def _simulate(fr: FlavorResource, quantity: int) -> tuple[tuple[Possibility, int], list[Target] | None]:
         preemptor = Preemptor(
             key=key,
             cluster_queue=cluster_queue,
@@ -73,14 +78,55 @@ def oracle_for(world: World, *, key: str, cluster_queue: str, priority: int, ord
         targets = preemption_targets(world, preemptor)
         if not targets:
             borrow, _ = lowest_subtree_that_fits(node, fr, quantity)
-            return Possibility.NO_CANDIDATES, borrow
+            return (Possibility.NO_CANDIDATES, borrow), targets
         victims = [world.admitted[t.cluster_queue][t.workload_key] for t in targets]
         with world.tree.journal.transaction():
             for victim in victims:
                 world.remove(victim)
             borrow, _ = lowest_subtree_that_fits(node, fr, quantity)
         if any(t.cluster_queue == cluster_queue for t in targets):
-            return Possibility.PREEMPT, borrow
-        return Possibility.RECLAIM, borrow
+            return (Possibility.PREEMPT, borrow), targets
+        return (Possibility.RECLAIM, borrow), targets
 
     return simulate
+
+
+def assignment_targets(world: World, preemptor: Preemptor) -> list[Target] | None:
+    """`preemption_targets` for a workload's whole assignment, taken from the oracle's search for
+    its one contested (flavor, resource) when that search is the same one.
+
+    It is the same under fair sharing when the rest of the workload's usage changes no share on
+    the preemptor's path (no node there borrows in it, even with it added) and fits already: the
+    shares, the target order, every strategy verdict and every fit check then read alike.
+    """
+    if world.config.fair_sharing and len(preemptor.frs) == 1:
+        (contested,) = preemptor.frs
+        rest = {fr: value for fr, value in preemptor.usage.items() if fr != contested and value}
+        if _changes_no_share(world, preemptor.cluster_queue, rest):
+            cached = world.oracle_cache.get(
+                _oracle_key(
+                    world,
+                    preemptor.cluster_queue,
+                    contested,
+                    preemptor.usage.get(contested, 0),
+                    preemptor.priority,
+                    preemptor.order_time,
+                )
+            )
+            if cached is not None and cached[0] == world.tree.generation:
+                targets = cached[2]
+                return None if targets is None else list(targets)
+    return preemption_targets(world, preemptor)
+
+
+def _changes_no_share(world: World, cluster_queue: str, usage: dict[FlavorResource, int]) -> bool:
+    node = world.node(cluster_queue)
+    if any(value > available(node, fr) for fr, value in usage.items()):
+        return False
+    for level, delta in bubbled(node, usage):
+        if level.parent is None:
+            continue
+        for fr, value in delta.items():
+            if level.usage.get(fr, 0) + value > level.subtree_quota.get(fr, 0):
+                return False
+    return True

@@ -50,8 +50,7 @@ from allot.admission.flavors import (
 )
 from allot.admission.jobs import restore_admitted_jobs
 from allot.admission.ordering import Admitted
-from allot.admission.preemption import oracle_for
-from allot.admission.preemption import preemption_targets as _targets
+from allot.admission.preemption import assignment_targets, oracle_for
 from allot.admission.queues import PendingQueue, SortKey
 from allot.admission.quota import QueuePolicy, build_quota
 from allot.admission.resources import FlavorResource, Usage, format_amount
@@ -420,7 +419,7 @@ class AdmissionState:
             usage=assignment.usage,
             frs=assignment.needs_preemption(),
         )
-        return _targets(self.world, preemptor)
+        return assignment_targets(self.world, preemptor)
 
     def flavor_node_filter(self, flavor: str) -> FlavorNodeFilter:
         """Node labels, taints and tolerations of one ResourceFlavor."""

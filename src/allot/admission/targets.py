@@ -68,8 +68,11 @@ class World:
     shares: ShareCalculator
     config: AdmissionConfig
     lq_usage: LocalQueueUsage | None = None
-    # Preemption-oracle answers, valid while the tree's usage generation is unchanged.
-    oracle_cache: dict[tuple[object, ...], tuple[int, object]] = field(default_factory=dict)
+    # Preemption-oracle answers and the targets they came from, valid while the tree's usage
+    # generation is unchanged.
+    oracle_cache: dict[tuple[object, ...], tuple[int, object, list[Target] | None]] = field(
+        default_factory=dict
+    )
 
     def node(self, cluster_queue: str) -> Node:
         return self.tree.cqs[cluster_queue]

@@ -186,15 +186,23 @@ class _TargetOrdering:
         return share(mine), share(theirs)
 
     def target_share_without(self, target: Node, workload: Admitted) -> DRS:
-        # Worked out rather than removed and rolled back: no journal, and the share cache stays.
-        side = self._almost_lcas(target)[1]
-        drop = drop_at(self.world.node(workload.cluster_queue), workload.usage, side)
-        return self.world.shares.share(side, {fr: -value for fr, value in drop.items()})
+        return _share_without(self.world, self._almost_lcas(target)[1], workload)
 
 
-def _within_nominal(world: World, preemptor: Preemptor) -> bool:
+def _share_without(world: World, side: Node, workload: Admitted) -> DRS:
+    """The share of `side` (the workload's ClusterQueue or a cohort above it) without the workload.
+    Worked out rather than removed and rolled back: no journal, and the share cache stays."""
+    drop = drop_at(world.node(workload.cluster_queue), workload.usage, side)
+    return world.shares.share(side, {fr: -value for fr, value in drop.items()})
+
+
+def _within_nominal(world: World, preemptor: Preemptor, *, usage_added: bool = True) -> bool:
+    """Whether the preemptor's queue stays within nominal quota in the contested resources with
+    the preemptor's usage (already in the tree, or counted here when `usage_added` is false)."""
     node = world.node(preemptor.cluster_queue)
-    return not any(borrowing_with(node, fr) for fr in preemptor.frs)
+    return not any(
+        borrowing_with(node, fr, 0 if usage_added else preemptor.usage.get(fr, 0)) for fr in preemptor.frs
+    )
 
 
 def _first_strategy(
@@ -285,8 +293,8 @@ def _cannot_fit(world: World, preemptor: Preemptor, candidates: list[Admitted]) 
     node = world.node(preemptor.cluster_queue)
     if node.parent is None:
         return False
-    if world.config.fair_sharing_preempt_within_nominal and not any(
-        borrowing_with(node, fr, preemptor.usage.get(fr, 0)) for fr in preemptor.frs
+    if world.config.fair_sharing_preempt_within_nominal and _within_nominal(
+        world, preemptor, usage_added=False
     ):
         return False
     path = [node, *node.ancestors()]
@@ -312,7 +320,8 @@ def _cannot_fit(world: World, preemptor: Preemptor, candidates: list[Admitted]) 
     added = next((delta for n, delta in bubbled(node, preemptor.usage) if n is mine), None)
     share = world.shares.share
     preemptor_share = share(mine, added)
-    open_sides = {id(side) for side in sides.values() if compare_drs(preemptor_share, share(side)) <= 0}
+    order = {id(side): compare_drs(preemptor_share, share(side)) for side in sides.values()}
+    open_sides = {side for side, compared in order.items() if compared <= 0}
     if not open_sides:
         return True
     # What the strategies could take at most: under LessThanOrEqualToFinalShare a victim whose
@@ -320,7 +329,7 @@ def _cannot_fit(world: World, preemptor: Preemptor, candidates: list[Admitted]) 
     # LessThanInitialShare, when it runs second, takes at most one workload per side.
     names = world.config.preemption_strategies
     final_share_first = _strategy(names[0]) is less_than_or_equal_to_final_share
-    below = {id(side) for side in sides.values() if compare_drs(preemptor_share, share(side)) < 0}
+    below = {side for side, compared in order.items() if compared < 0}
     freed: dict[str, dict[FlavorResource, int]] = {}
     judged: dict[tuple[object, ...], bool] = {}
     left_over: dict[str, dict[FlavorResource, int]] = {}
@@ -332,8 +341,7 @@ def _cannot_fit(world: World, preemptor: Preemptor, candidates: list[Admitted]) 
             shape = (candidate.cluster_queue, *candidate.usage.items())
             taken = judged.get(shape)
             if taken is None:
-                drop = drop_at(world.node(candidate.cluster_queue), candidate.usage, side)
-                without = share(side, {fr: -value for fr, value in drop.items()})
+                without = _share_without(world, side, candidate)
                 taken = judged[shape] = compare_drs(preemptor_share, without) <= 0
         else:
             taken = id(side) in below

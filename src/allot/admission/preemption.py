@@ -101,19 +101,19 @@ def assignment_targets(world: World, preemptor: Preemptor) -> list[Target] | Non
     """
     if world.config.fair_sharing and len(preemptor.frs) == 1:
         (contested,) = preemptor.frs
-        rest = {fr: value for fr, value in preemptor.usage.items() if fr != contested and value}
-        if _changes_no_share(world, preemptor.cluster_queue, rest):
-            cached = world.oracle_cache.get(
-                _oracle_key(
-                    world,
-                    preemptor.cluster_queue,
-                    contested,
-                    preemptor.usage.get(contested, 0),
-                    preemptor.priority,
-                    preemptor.order_time,
-                )
+        cached = world.oracle_cache.get(
+            _oracle_key(
+                world,
+                preemptor.cluster_queue,
+                contested,
+                preemptor.usage.get(contested, 0),
+                preemptor.priority,
+                preemptor.order_time,
             )
-            if cached is not None and cached[0] == world.tree.generation:
+        )
+        if cached is not None and cached[0] == world.tree.generation:
+            rest = {fr: value for fr, value in preemptor.usage.items() if fr != contested and value}
+            if _changes_no_share(world, preemptor.cluster_queue, rest):
                 targets = cached[2]
                 return None if targets is None else list(targets)
     return preemption_targets(world, preemptor)

@@ -28,7 +28,8 @@ case it was dropped meanwhile).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable, Iterator
+from bisect import bisect_left, insort
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any
 
 from allot.admission.events import ParkKind, ParkReason
@@ -56,11 +57,16 @@ class PendingQueue:
         # is `pop()`), and the woken workload that stands for each chain in the heap.
         self._deferred: dict[Hashable, list[str]] = {}
         self._waking: dict[str, Hashable] = {}
+        # Every pending workload (active or parked), by group, in sort-key order: the waiting work
+        # is listed from here per group, so listing costs the groups, not the backlog.
+        self._group_of: dict[str, Hashable] = {}
+        self._groups: dict[Hashable, list[SortKey]] = {}
 
     # --- journaled state ----------------------------------------------------------
 
-    def _snapshot(self, key: str) -> tuple[Any, Any, Any, Any, Any, Any]:
+    def _snapshot(self, key: str) -> tuple[Any, Any, Any, Any, Any, Any, Any]:
         return (
+            self._group_of.get(key, _MISSING),
             self._version.get(key, _MISSING),
             self._sort.get(key, _MISSING),
             self._lq.get(key, _MISSING),
@@ -76,8 +82,10 @@ class PendingQueue:
         before = self._snapshot(key)
 
         def undo() -> None:
-            version, sort_key, lq, parked, waking, blocked = before
+            group, version, sort_key, lq, parked, waking, blocked = before
+            self._unindex(key)
             for table, value in (
+                (self._group_of, group),
                 (self._version, version),
                 (self._sort, sort_key),
                 (self._lq, lq),
@@ -89,10 +97,26 @@ class PendingQueue:
                 else:
                     table[key] = value
             self.blocked = blocked
+            self._index(key)
             if version is not _MISSING:
                 self._push_raw(key, version)
 
         self.journal.record(undo)
+
+    def _index(self, key: str) -> None:
+        """Enter a pending `key` in its group's list (nothing when it is not pending)."""
+        if key in self._version or key in self.parked:
+            insort(self._groups.setdefault(self._group_of.get(key), []), self._sort[key])
+
+    def _unindex(self, key: str) -> None:
+        """Take a pending `key` out of its group's list (nothing when it is not pending)."""
+        if key not in self._version and key not in self.parked:
+            return
+        group = self._group_of.get(key)
+        members = self._groups[group]
+        del members[bisect_left(members, self._sort[key])]
+        if not members:
+            del self._groups[group]
 
     def _push_raw(self, key: str, version: int) -> None:
         lq = self._lq.get(key, "")
@@ -128,14 +152,24 @@ class PendingQueue:
         yield from self._version
         yield from self.parked
 
-    def push(self, key: str, local_queue: str, sort_key: SortKey) -> None:
-        """Add (or re-add) `key` to the active heap."""
+    def push(self, key: str, local_queue: str, sort_key: SortKey, group: Hashable = None) -> None:
+        """Add (or re-add) `key` to the active heap; `group` (kept when re-added with None) is what
+        `groups` lists it under."""
         self._remember(key)
+        if group is None:
+            group = self._group_of.get(key)
+        pending = key in self._version or key in self.parked
+        unchanged = pending and self._sort.get(key) == sort_key and self._group_of.get(key) == group
+        if not unchanged:
+            self._unindex(key)
         self.parked.pop(key, None)
         self._sort[key] = sort_key
+        self._group_of[key] = group
         self._lq[key] = local_queue if self.by_local_queue else ""
         self._counter += 1
         self._version[key] = self._counter
+        if not unchanged:
+            self._index(key)
         self._push_raw(key, self._counter)
 
     def remove(self, key: str) -> None:
@@ -143,6 +177,7 @@ class PendingQueue:
         if key not in self._version and key not in self.parked:
             return
         self._remember(key)
+        self._unindex(key)
         self._version.pop(key, None)
         self.parked.pop(key, None)
         if self.blocked is not None and self.blocked[0] == key:
@@ -219,6 +254,11 @@ class PendingQueue:
 
     def sort_key(self, key: str) -> SortKey | None:
         return self._sort.get(key)
+
+    def groups(self) -> Mapping[Hashable, list[SortKey]]:
+        """Pending workloads (active or parked) by the group they were pushed with, each group in
+        sort-key order (live lists: copy what must outlast a change)."""
+        return self._groups
 
     # --- ordering -----------------------------------------------------------------
 

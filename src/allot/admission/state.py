@@ -30,7 +30,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from allot.admission.afs import AdmissionFairSharing
 from allot.admission.config import EVICTION_TIMESTAMP, AdmissionConfig
@@ -312,7 +312,7 @@ class AdmissionState:
         assert entry.cluster_queue is not None
         w = entry.workload
         self.queues[entry.cluster_queue].push(
-            w.key, entry.local_queue, (-w.priority, entry.order_time, w.key)
+            w.key, entry.local_queue, (-w.priority, entry.order_time, w.key), self.group_of(entry)
         )
         self._touched.add(entry.cluster_queue)
 
@@ -726,17 +726,41 @@ class AdmissionState:
 
     def pending_in_order(self, cluster_queue: str) -> list[str]:
         """Every pending workload of a queue, parked or not, in admission order."""
+        lines = [
+            [(score, sort_key) for sort_key in members]
+            for score, members in self.pending_groups(cluster_queue).values()
+        ]
+        return [sort_key[2] for _, sort_key in heapq.merge(*lines)]
+
+    def pending_groups(self, cluster_queue: str) -> dict[tuple[str, tuple[object, ...]], PendingGroup]:
+        """Every pending workload of a queue, parked or not, by group (`group_of`): the group's
+        LocalQueue score (admission fair sharing; else 0) and its sort keys in order (a copy).
+        Admission order is (score, sort key) across the groups."""
         queue = self.queues[cluster_queue]
-        keys = [k for k in queue.pending_keys() if queue.sort_key(k) is not None]
-        if queue.by_local_queue:
-            lq = {k: self.entries[k].local_queue for k in keys if k in self.entries}
-            return sorted(keys, key=lambda k: (self._score(lq.get(k, "")), queue.sort_key(k)))
-        return sorted(keys, key=lambda k: queue.sort_key(k))  # type: ignore[arg-type,return-value]
+        found: dict[tuple[str, tuple[object, ...]], PendingGroup] = {}
+        for group, members in queue.groups().items():
+            assert isinstance(group, tuple)
+            score = self._score(group[0]) if queue.by_local_queue else 0.0
+            found[group] = PendingGroup(score, list(members))
+        return found
+
+    @staticmethod
+    def group_of(entry: QueueEntry) -> tuple[str, tuple[object, ...]]:
+        """The group a pending workload is listed under: its LocalQueue and its shape (Kueue's
+        equivalence); workloads of one group get the same flavor assignment."""
+        return (entry.local_queue, entry.equivalence())
 
     def pending_order(self, cluster_queue: str) -> list[str]:
         """Active (not parked) pending workloads of a queue, in admission order."""
         queue = self.queues[cluster_queue]
         return queue.ordered(self._score if queue.by_local_queue else None)
+
+
+class PendingGroup(NamedTuple):
+    """A group of pending workloads of one queue: its LocalQueue score and sort keys in order."""
+
+    score: float
+    members: list[SortKey]
 
 
 def _restore(table: dict[str, Any], key: str, old: Any) -> None:

@@ -113,7 +113,6 @@ class Engine(PodPath, Consolidating, Reserving):
         # The waiting work listed once per cycle for consolidation and reservations (engine/waiting.py).
         self._waiting_snapshot: WaitingSnapshot | None = None
         self._class_numbers: dict[object, int] = {}
-        self._class_of_workload: dict[str, int] = {}
         self._bound_at: dict[str, float] = {}
         self._now = 0.0
         if self.policy.reservation:

@@ -12,12 +12,16 @@ every cycle or only at events (queueing hints).
 
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import chain
+from typing import NamedTuple
 
 from allot.admission.cycle import PENDING
 from allot.admission.flavors import Assignment, Mode
+from allot.admission.queues import SortKey
 from allot.admission.state import AdmissionState
 from allot.admission.workload import Workload
 from allot.cluster.pod_info import PodInfo
@@ -27,8 +31,6 @@ from allot.scheduling.gang import gang_key, gangs
 from allot.scheduling.scheduler import Scheduler
 
 GANG_UNIT = "gang:"
-# Workloads whose class is remembered before the memo starts afresh.
-MAX_REMEMBERED = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +54,8 @@ class WaitingWork:
     admission: AdmissionState | None
     _workload_of_pod: dict[str, str]
     _waiting_snapshot: WaitingSnapshot | None
-    # Class numbers (persistent: consolidation remembers classes across cycles), and each
-    # workload's class, worked out once.
+    # Class numbers (persistent: consolidation remembers classes across cycles).
     _class_numbers: dict[object, int]
-    _class_of_workload: dict[str, int]
 
     def ours(self, info: PodInfo) -> bool:
         raise NotImplementedError
@@ -83,25 +83,18 @@ class WaitingWork:
     def _forget_waiting(self) -> None:
         self._waiting_snapshot = None
 
-    def _queued_in_order(self) -> dict[str, list[tuple[str, int]]]:
-        """Per ClusterQueue, its pending workloads in admission order with their class numbers."""
+    def _queued_in_order(self) -> dict[str, list[QueuedClass]]:
+        """Per ClusterQueue, its pending workloads by class, each class in admission order."""
         admission = self.admission
         if admission is None:
             return {}
-        found: dict[str, list[tuple[str, int]]] = {}
-        known = self._class_of_workload
-        if len(known) > MAX_REMEMBERED:
-            known.clear()
+        found: dict[str, list[QueuedClass]] = {}
         for cq in sorted(admission.tree.cqs):
-            listed = found[cq] = []
-            for key in admission.pending_in_order(cq):
-                klass = known.get(key)
-                entry = admission.entries.get(key)
-                if entry is None or entry.state != PENDING or entry.waiting is not None:
-                    continue
-                if klass is None:
-                    klass = known[key] = self._class_number((cq, entry.local_queue, entry.equivalence()))
-                listed.append((key, klass))
+            found[cq] = [
+                QueuedClass(self._class_number((cq, *group)), pending.score, pending.members)
+                for group, pending in admission.pending_groups(cq).items()
+                if pending.members
+            ]
         return found
 
     def _class_number(self, klass: object) -> int:
@@ -120,11 +113,9 @@ class WaitingWork:
         # Classes whose quota does not fit: workloads of one class get the same flavor assignment.
         over_quota: set[int] = set()
         for cq in order:
-            for key, klass in queued[cq]:
-                if klass in over_quota or skip(klass):
-                    continue
+            for key, klass in _in_admission_order(queued[cq], over_quota, skip):
                 entry = admission.entries.get(key)
-                if entry is None or entry.state != PENDING:
+                if entry is None or entry.state != PENDING or entry.waiting is not None:
                     continue
                 workload = entry.workload
                 if not workload.pods or any(p not in pods or pods[p].bound for p in workload.pods):
@@ -180,9 +171,51 @@ class WaitingWork:
         return [unit for _, unit in units]
 
 
+class QueuedClass(NamedTuple):
+    """The pending workloads of one class of a ClusterQueue: their LocalQueue score (admission fair
+    sharing; else 0) and sort keys, in admission order."""
+
+    klass: int
+    score: float
+    members: list[SortKey]
+
+
+def _in_admission_order(
+    classes: list[QueuedClass], dropped: set[int], skip: Callable[[int], bool]
+) -> Iterator[tuple[str, int]]:
+    """(workload, class) of a queue in admission order, passing over the classes in `dropped` and
+    those `skip` names when their turn comes, as a walk of the whole line would, at a cost of the
+    classes rather than the workloads. Callers change `dropped` and `skip` only while this waits
+    on a yield (dropped classes never come back; skipped ones may)."""
+    heap = [((c.score, c.members[0]), index, 0) for index, c in enumerate(classes)]
+    heapq.heapify(heap)
+    aside: list[tuple[int, int]] = []
+    while heap:
+        position, index, at = heapq.heappop(heap)
+        klass = classes[index]
+        if klass.klass in dropped:
+            continue
+        if skip(klass.klass):
+            aside.append((index, at))
+            continue
+        if at + 1 < len(klass.members):
+            heapq.heappush(heap, ((klass.score, klass.members[at + 1]), index, at + 1))
+        yield klass.members[at][2], klass.klass
+        # What was skipped up to here stays passed over; the rest of those classes is judged anew.
+        for index, at in aside:
+            other = classes[index]
+            if other.score < position[0]:
+                continue
+            if other.score == position[0]:
+                at = bisect_right(other.members, position[1], lo=at)
+            if at < len(other.members):
+                heapq.heappush(heap, ((other.score, other.members[at]), index, at))
+        aside.clear()
+
+
 @dataclass(slots=True)
 class WaitingSnapshot:
-    """The waiting work of one cycle: Kueue workloads per ClusterQueue in order, units outside Kueue."""
+    """The waiting work of one cycle: Kueue workloads per ClusterQueue by class, units outside Kueue."""
 
-    queued: dict[str, list[tuple[str, int]]]
+    queued: dict[str, list[QueuedClass]]
     pods: list[WaitingUnit]

@@ -1,0 +1,83 @@
+"""The pending line listed by group: the same order as a walk of the whole line, through pushes,
+removals, parking and rolled-back transactions."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from allot.admission import ParkReason
+from allot.admission.queues import PendingQueue
+from allot.cluster.journal import Journal
+
+from .builders import CQ, admit_all, make_state, workload
+
+KEYS = [f"w{i}" for i in range(8)]
+GROUPS = ["a", "b", "c"]
+
+operation = st.one_of(
+    st.tuples(
+        st.just("push"),
+        st.sampled_from(KEYS),
+        st.integers(0, 2),
+        st.integers(0, 3),
+        st.sampled_from([*GROUPS, None]),
+    ),
+    st.tuples(st.just("remove"), st.sampled_from(KEYS)),
+    st.tuples(st.just("park"), st.sampled_from(KEYS)),
+    st.tuples(st.just("unpark"), st.sampled_from(KEYS)),
+    st.tuples(st.just("begin")),
+    st.tuples(st.just("end"), st.booleans()),
+)
+
+
+def _expected(queue: PendingQueue) -> dict[object, list[tuple[int, float, str]]]:
+    found: dict[object, list[tuple[int, float, str]]] = {}
+    for key in queue.pending_keys():
+        sort_key = queue.sort_key(key)
+        assert sort_key is not None
+        found.setdefault(queue._group_of.get(key), []).append(sort_key)
+    return {group: sorted(members) for group, members in found.items()}
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(operation, max_size=40), st.booleans())
+def test_groups_list_every_pending_workload_in_order(operations, by_local_queue) -> None:
+    journal = Journal()
+    queue = PendingQueue("q", strict=False, by_local_queue=by_local_queue, journal=journal)
+    open_transactions = []
+    for op in operations:
+        if op[0] == "push":
+            _, key, priority, time, group = op
+            queue.push(key, "lq", (-priority, float(time), key), group)
+        elif op[0] == "remove":
+            queue.remove(op[1])
+        elif op[0] == "park" and op[1] in queue:
+            queue.park(op[1], ParkReason.quota("no room"))
+        elif op[0] == "unpark":
+            queue.unpark(op[1])
+        elif op[0] == "begin":
+            open_transactions.append(journal.begin())
+        elif op[0] == "end" and open_transactions:
+            transaction = open_transactions.pop()
+            transaction.commit() if op[1] else transaction.rollback()
+        assert {g: list(m) for g, m in queue.groups().items()} == _expected(queue)
+    while open_transactions:
+        open_transactions.pop().rollback()
+        assert {g: list(m) for g, m in queue.groups().items()} == _expected(queue)
+
+
+def test_pending_in_order_follows_priority_then_time_across_shapes_and_parking() -> None:
+    state = make_state(CQ("q").quota("default", cpu=2))
+    state.submit(workload("old-big", "lq-q", created=0, cpu=3))  # never fits: parked
+    state.submit(workload("low", "lq-q", created=1, cpu=1))
+    state.submit(workload("urgent", "lq-q", created=2, cpu=1, priority=5))
+    state.submit(workload("late", "lq-q", created=3, cpu=2))
+    before = state.pending_in_order("q")
+    assert before == ["ns/urgent", "ns/old-big", "ns/low", "ns/late"]
+    admit_all(state)
+    pending = state.pending_in_order("q")
+    assert "ns/old-big" in pending and "ns/urgent" not in pending
+    assert pending == [k for k in before if k in pending]
+    groups = state.pending_groups("q")
+    assert sum(len(g.members) for g in groups.values()) == len(pending)

@@ -1,12 +1,12 @@
-"""The pending line listed by group: the same order as a walk of the whole line, through pushes,
-removals, parking and rolled-back transactions."""
+"""The pending line listed by group, and the parked by chain: the same as a walk of the whole
+line, through pushes, removals, parking and rolled-back transactions."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from allot.admission import ParkReason
+from allot.admission import ParkKind, ParkReason
 from allot.admission.queues import PendingQueue
 from allot.cluster.journal import Journal
 
@@ -22,38 +22,60 @@ operation = st.one_of(
         st.integers(0, 2),
         st.integers(0, 3),
         st.sampled_from([*GROUPS, None]),
+        st.sampled_from(["x", "y", None]),
     ),
     st.tuples(st.just("remove"), st.sampled_from(KEYS)),
-    st.tuples(st.just("park"), st.sampled_from(KEYS)),
+    st.tuples(st.just("park"), st.sampled_from(KEYS), st.sampled_from(["quota", "placement"])),
     st.tuples(st.just("unpark"), st.sampled_from(KEYS)),
     st.tuples(st.just("begin")),
     st.tuples(st.just("end"), st.booleans()),
 )
 
 
-def _expected(queue: PendingQueue) -> dict[object, list[tuple[int, float, str]]]:
-    found: dict[object, list[tuple[int, float, str]]] = {}
+def _expected(queue: PendingQueue):
+    """(groups, chains of the parked for quota, the others parked) from a walk of the whole line."""
+    groups: dict[object, list[tuple[int, float, str]]] = {}
+    chains: dict[object, list[tuple[int, float, str]]] = {}
+    others = set()
     for key in queue.pending_keys():
         sort_key = queue.sort_key(key)
         assert sort_key is not None
-        found.setdefault(queue._group_of.get(key), []).append(sort_key)
-    return {group: sorted(members) for group, members in found.items()}
+        groups.setdefault(queue._group_of.get(key), []).append(sort_key)
+        reason = queue.parked.get(key)
+        if reason is not None and reason.kind is ParkKind.QUOTA and not queue.strict:
+            chains.setdefault(queue._chain_of.get(key), []).append(sort_key)
+        elif reason is not None:
+            others.add(key)
+    return (
+        {group: sorted(members) for group, members in groups.items()},
+        {chain: [k for _, _, k in sorted(members)] for chain, members in chains.items()},
+        others,
+    )
+
+
+def _indexed(queue: PendingQueue):
+    return (
+        {group: list(members) for group, members in queue.groups().items()},
+        dict(queue.quota_chains()),
+        {key for key, _ in queue.parked_otherwise()},
+    )
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
-@given(st.lists(operation, max_size=40), st.booleans())
-def test_groups_list_every_pending_workload_in_order(operations, by_local_queue) -> None:
+@given(st.lists(operation, max_size=40), st.booleans(), st.booleans())
+def test_indexes_list_every_pending_workload_in_order(operations, by_local_queue, strict) -> None:
     journal = Journal()
-    queue = PendingQueue("q", strict=False, by_local_queue=by_local_queue, journal=journal)
+    queue = PendingQueue("q", strict=strict, by_local_queue=by_local_queue, journal=journal)
     open_transactions = []
     for op in operations:
         if op[0] == "push":
-            _, key, priority, time, group = op
-            queue.push(key, "lq", (-priority, float(time), key), group)
+            _, key, priority, time, group, chain = op
+            queue.push(key, "lq", (-priority, float(time), key), group, chain)
         elif op[0] == "remove":
             queue.remove(op[1])
         elif op[0] == "park" and op[1] in queue:
-            queue.park(op[1], ParkReason.quota("no room"))
+            reason = ParkReason.quota("no room") if op[2] == "quota" else ParkReason.placement("no node")
+            queue.park(op[1], reason)
         elif op[0] == "unpark":
             queue.unpark(op[1])
         elif op[0] == "begin":
@@ -61,10 +83,10 @@ def test_groups_list_every_pending_workload_in_order(operations, by_local_queue)
         elif op[0] == "end" and open_transactions:
             transaction = open_transactions.pop()
             transaction.commit() if op[1] else transaction.rollback()
-        assert {g: list(m) for g, m in queue.groups().items()} == _expected(queue)
+        assert _indexed(queue) == _expected(queue)
     while open_transactions:
         open_transactions.pop().rollback()
-        assert {g: list(m) for g, m in queue.groups().items()} == _expected(queue)
+        assert _indexed(queue) == _expected(queue)
 
 
 def test_pending_in_order_follows_priority_then_time_across_shapes_and_parking() -> None:

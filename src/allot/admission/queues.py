@@ -57,16 +57,21 @@ class PendingQueue:
         # is `pop()`), and the woken workload that stands for each chain in the heap.
         self._deferred: dict[Hashable, list[str]] = {}
         self._waking: dict[str, Hashable] = {}
-        # Every pending workload (active or parked), by group, in sort-key order: the waiting work
-        # is listed from here per group, so listing costs the groups, not the backlog.
+        # Indexes kept in step with the tables above, so that listing the line and waking it cost
+        # the groups, not the backlog: every pending workload (active or parked) by group, and the
+        # workloads parked for quota by chain, each in sort-key order; the others parked.
         self._group_of: dict[str, Hashable] = {}
+        self._chain_of: dict[str, Hashable] = {}
         self._groups: dict[Hashable, list[SortKey]] = {}
+        self._quota_chains: dict[Hashable, list[SortKey]] = {}
+        self._parked_otherwise: dict[str, None] = {}
 
     # --- journaled state ----------------------------------------------------------
 
-    def _snapshot(self, key: str) -> tuple[Any, Any, Any, Any, Any, Any, Any]:
+    def _snapshot(self, key: str) -> tuple[Any, Any, Any, Any, Any, Any, Any, Any]:
         return (
             self._group_of.get(key, _MISSING),
+            self._chain_of.get(key, _MISSING),
             self._version.get(key, _MISSING),
             self._sort.get(key, _MISSING),
             self._lq.get(key, _MISSING),
@@ -82,10 +87,11 @@ class PendingQueue:
         before = self._snapshot(key)
 
         def undo() -> None:
-            group, version, sort_key, lq, parked, waking, blocked = before
-            self._unindex(key)
+            group, chain, version, sort_key, lq, parked, waking, blocked = before
+            place = self._place(key)
             for table, value in (
                 (self._group_of, group),
+                (self._chain_of, chain),
                 (self._version, version),
                 (self._sort, sort_key),
                 (self._lq, lq),
@@ -97,26 +103,42 @@ class PendingQueue:
                 else:
                     table[key] = value
             self.blocked = blocked
-            self._index(key)
+            self._move(key, place)
             if version is not _MISSING:
                 self._push_raw(key, version)
 
         self.journal.record(undo)
 
-    def _index(self, key: str) -> None:
-        """Enter a pending `key` in its group's list (nothing when it is not pending)."""
-        if key in self._version or key in self.parked:
-            insort(self._groups.setdefault(self._group_of.get(key), []), self._sort[key])
+    def _place(self, key: str) -> _Place:
+        """Where the indexes hold `key` given its state now."""
+        reason = self.parked.get(key)
+        if reason is not None:
+            line = _QUOTA if reason.kind is ParkKind.QUOTA and not self.strict else _OTHERWISE
+        elif key in self._version:
+            line = _ACTIVE
+        else:
+            return _NOWHERE
+        return (line, self._sort.get(key), self._group_of.get(key), self._chain_of.get(key))
 
-    def _unindex(self, key: str) -> None:
-        """Take a pending `key` out of its group's list (nothing when it is not pending)."""
-        if key not in self._version and key not in self.parked:
+    def _move(self, key: str, before: _Place) -> None:
+        """Bring the indexes in step with `key`'s state after a change from where it was `before`."""
+        after = self._place(key)
+        if after == before:
             return
-        group = self._group_of.get(key)
-        members = self._groups[group]
-        del members[bisect_left(members, self._sort[key])]
-        if not members:
-            del self._groups[group]
+        line, sort_key, group, chain = before
+        if line != _NONE:
+            _drop(self._groups, group, sort_key)
+            if line == _QUOTA:
+                _drop(self._quota_chains, chain, sort_key)
+            elif line == _OTHERWISE:
+                self._parked_otherwise.pop(key, None)
+        line, sort_key, group, chain = after
+        if line != _NONE and sort_key is not None:
+            insort(self._groups.setdefault(group, []), sort_key)
+            if line == _QUOTA:
+                insort(self._quota_chains.setdefault(chain, []), sort_key)
+            elif line == _OTHERWISE:
+                self._parked_otherwise[key] = None
 
     def _push_raw(self, key: str, version: int) -> None:
         lq = self._lq.get(key, "")
@@ -152,24 +174,23 @@ class PendingQueue:
         yield from self._version
         yield from self.parked
 
-    def push(self, key: str, local_queue: str, sort_key: SortKey, group: Hashable = None) -> None:
-        """Add (or re-add) `key` to the active heap; `group` (kept when re-added with None) is what
-        `groups` lists it under."""
+    def push(
+        self, key: str, local_queue: str, sort_key: SortKey, group: Hashable = None, chain: Hashable = None
+    ) -> None:
+        """Add (or re-add) `key` to the active heap. `group` is what `groups` lists it under and
+        `chain` the workloads it parks alike with (`quota_chains`); None keeps what it had."""
         self._remember(key)
-        if group is None:
-            group = self._group_of.get(key)
-        pending = key in self._version or key in self.parked
-        unchanged = pending and self._sort.get(key) == sort_key and self._group_of.get(key) == group
-        if not unchanged:
-            self._unindex(key)
+        place = self._place(key)
         self.parked.pop(key, None)
         self._sort[key] = sort_key
-        self._group_of[key] = group
+        if group is not None or key not in self._group_of:
+            self._group_of[key] = group
+        if chain is not None or key not in self._chain_of:
+            self._chain_of[key] = chain
         self._lq[key] = local_queue if self.by_local_queue else ""
         self._counter += 1
         self._version[key] = self._counter
-        if not unchanged:
-            self._index(key)
+        self._move(key, place)
         self._push_raw(key, self._counter)
 
     def remove(self, key: str) -> None:
@@ -177,9 +198,10 @@ class PendingQueue:
         if key not in self._version and key not in self.parked:
             return
         self._remember(key)
-        self._unindex(key)
+        place = self._place(key)
         self._version.pop(key, None)
         self.parked.pop(key, None)
+        self._move(key, place)
         if self.blocked is not None and self.blocked[0] == key:
             self.blocked = None
         chain = self._waking.pop(key, None)
@@ -199,8 +221,10 @@ class PendingQueue:
             if key in self._version:
                 self.blocked = (key, reason)
             return None
+        place = self._place(key)
         self._version.pop(key, None)
         self.parked[key] = reason
+        self._move(key, place)
         chain = self._waking.pop(key, None)
         if chain is None:
             return None
@@ -260,6 +284,16 @@ class PendingQueue:
         sort-key order (live lists: copy what must outlast a change)."""
         return self._groups
 
+    def quota_chains(self) -> list[tuple[Hashable, list[str]]]:
+        """The workloads parked for quota (BestEffortFIFO), by chain, each in line order."""
+        return [
+            (chain, [sort_key[2] for sort_key in members]) for chain, members in self._quota_chains.items()
+        ]
+
+    def parked_otherwise(self) -> list[tuple[str, ParkReason]]:
+        """The other parked workloads (placement, back-off, waiting; in StrictFIFO any) and why."""
+        return [(key, self.parked[key]) for key in self._parked_otherwise]
+
     # --- ordering -----------------------------------------------------------------
 
     def _top(self, lq: str) -> tuple[SortKey, str] | None:
@@ -302,6 +336,23 @@ class PendingQueue:
         if self.by_local_queue and score is not None:
             return sorted(keys, key=lambda k: (score(self._lq.get(k, "")), self._sort[k]))
         return sorted(keys, key=lambda k: self._sort[k])
+
+
+_NONE, _ACTIVE, _QUOTA, _OTHERWISE = range(4)
+# (line, sort key, group, chain): which index lists hold a workload, and where.
+_Place = tuple[int, SortKey | None, Hashable, Hashable]
+_NOWHERE: _Place = (_NONE, None, None, None)
+
+
+def _drop(index: dict[Hashable, list[SortKey]], name: Hashable, sort_key: SortKey | None) -> None:
+    members = index.get(name)
+    if members is None or sort_key is None:
+        return
+    at = bisect_left(members, sort_key)
+    if at < len(members) and members[at] == sort_key:
+        del members[at]
+        if not members:
+            del index[name]
 
 
 def _restore(table: dict[Any, Any], key: Any, value: Any) -> None:

@@ -311,8 +311,13 @@ class AdmissionState:
     def _enqueue(self, entry: QueueEntry) -> None:
         assert entry.cluster_queue is not None
         w = entry.workload
-        self.queues[entry.cluster_queue].push(
-            w.key, entry.local_queue, (-w.priority, entry.order_time, w.key), self.group_of(entry)
+        queue = self.queues[entry.cluster_queue]
+        queue.push(
+            w.key,
+            entry.local_queue,
+            (-w.priority, entry.order_time, w.key),
+            self.group_of(entry),
+            (entry.local_queue if queue.by_local_queue else "", entry.equivalence()),
         )
         self._touched.add(entry.cluster_queue)
 
@@ -636,26 +641,21 @@ class AdmissionState:
         return sorted(self.queues)
 
     def _wake(self, cluster_queues: Iterable[str], wanted: Any, *, quota: bool = False) -> None:
-        """Requeue parked workloads `wanted(key, reason)` selects; `quota`: quota was freed."""
+        """Requeue parked workloads: with `quota` (quota was freed) every one parked for quota, and
+        of the others those `wanted(key, reason)` selects."""
         for name in cluster_queues:
             queue = self.queues[name]
             if quota and self._inadmissible[name]:
                 self._setattr_map(name, {})
-            chains: dict[Hashable, list[tuple[SortKey, str]]] = {}
             # Any order: the heap orders by sort key (unique per workload), not by arrival.
-            for key, reason in list(queue.parked.items()):
-                if not wanted(key, reason):
-                    continue
-                self._touched.add(name)
-                if quota and reason.kind is ParkKind.QUOTA and not queue.strict:
-                    sort_key = queue.sort_key(key)
-                    assert sort_key is not None
-                    chains.setdefault(self._chain(queue, key), []).append((sort_key, key))
-                else:
+            for key, reason in queue.parked_otherwise():
+                if wanted(key, reason):
+                    self._touched.add(name)
                     queue.unpark(key)
-            for chain, members in chains.items():
-                members.sort()
-                queue.wake_chain(chain, [key for _, key in members])
+            if quota:
+                for chain, keys in queue.quota_chains():
+                    self._touched.add(name)
+                    queue.wake_chain(chain, keys)
             if queue.blocked is not None and wanted(*queue.blocked):
                 queue.unblock()
                 self._touched.add(name)
@@ -681,7 +681,7 @@ class AdmissionState:
     def _wake_after_release(self, cluster_queue: str, flavors: frozenset[str]) -> None:
         def relevant(key: str, reason: ParkReason) -> bool:
             if reason.kind is ParkKind.QUOTA:
-                return True
+                return True  # a StrictFIFO queue blocked for quota
             if reason.kind is not ParkKind.PLACEMENT or not self.wake_placement:
                 return False
             return bool(self.entries[key].flavors & flavors)

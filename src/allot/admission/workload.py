@@ -89,6 +89,8 @@ class Workload:
 
     @property
     def pods(self) -> tuple[str, ...]:
+        if len(self.pod_sets) == 1:
+            return self.pod_sets[0].pods  # the common case, asked for often: no copy
         return tuple(pod for ps in self.pod_sets for pod in ps.pods)
 
     def total_requests(self) -> dict[str, int]:

@@ -221,10 +221,14 @@ class PendingQueue:
             if key in self._version:
                 self.blocked = (key, reason)
             return None
-        place = self._place(key)
-        self._version.pop(key, None)
-        self.parked[key] = reason
-        self._move(key, place)
+        previous = self.parked.get(key)
+        if previous is not None and (previous.kind is ParkKind.QUOTA) == (reason.kind is ParkKind.QUOTA):
+            self.parked[key] = reason  # parked again on the same line: the indexes hold it already
+        else:
+            place = self._place(key)
+            self._version.pop(key, None)
+            self.parked[key] = reason
+            self._move(key, place)
         chain = self._waking.pop(key, None)
         if chain is None:
             return None

@@ -19,6 +19,12 @@ one woken leaves the line other than by parking for quota again (then the
 chain's shape is marked inadmissible and they would all be parked alike).
 A release thus costs one push per shape, not one per waiting workload.
 
+Two indexes are kept in step with the line, so that listing it and waking
+it cost its groups rather than its length: every pending workload (active or
+parked) in a sorted list per group (`groups`: what the engine lists waiting
+work by), and the workloads parked for quota in one per chain
+(`quota_chains`: what a release wakes), the others parked apart.
+
 Every change is journaled. Heap entries carry a version; removal only bumps
 the version map, and stale entries are dropped when they reach the top, so
 undoing a removal just restores the version (and re-pushes the entry in

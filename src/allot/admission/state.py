@@ -317,7 +317,7 @@ class AdmissionState:
             entry.local_queue,
             (-w.priority, entry.order_time, w.key),
             self.group_of(entry),
-            (entry.local_queue if queue.by_local_queue else "", entry.equivalence()),
+            self._chain(queue, entry),
         )
         self._touched.add(entry.cluster_queue)
 
@@ -601,9 +601,9 @@ class AdmissionState:
                 queue.park(key, reason)
                 self.parked_in_cycle.append(key)
 
-    def _chain(self, queue: PendingQueue, key: str) -> Hashable:
+    @staticmethod
+    def _chain(queue: PendingQueue, entry: QueueEntry) -> Hashable:
         """Workloads parked alike: one shape, in one LocalQueue's line where each has its own."""
-        entry = self.entries[key]
         return (entry.local_queue if queue.by_local_queue else "", entry.equivalence())
 
     def notify(self, event: Event) -> None:
@@ -724,18 +724,11 @@ class AdmissionState:
         """The tree node of a ClusterQueue or Cohort."""
         return self.tree.cqs.get(name) or self.tree.cohorts[name]
 
-    def pending_in_order(self, cluster_queue: str) -> list[str]:
-        """Every pending workload of a queue, parked or not, in admission order."""
-        lines = [
-            [(score, sort_key) for sort_key in members]
-            for score, members in self.pending_groups(cluster_queue).values()
-        ]
-        return [sort_key[2] for _, sort_key in heapq.merge(*lines)]
-
     def pending_groups(self, cluster_queue: str) -> dict[tuple[str, tuple[object, ...]], PendingGroup]:
         """Every pending workload of a queue, parked or not, by group (`group_of`): the group's
         LocalQueue score (admission fair sharing; else 0) and its sort keys in order (a copy).
-        Admission order is (score, sort key) across the groups."""
+        Admission order is (score, sort key) across the groups: every pending workload, parked
+        or not, in the order the queue would offer it."""
         queue = self.queues[cluster_queue]
         found: dict[tuple[str, tuple[object, ...]], PendingGroup] = {}
         for group, members in queue.groups().items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from msgspec.structs import replace
 
+from allot.admission.state import AdmissionState
 from allot.cluster.pod_info import PodInfo
 from allot.cluster.state import ClusterState
 from allot.engine.decisions import Bound, CycleResult, Evicted
@@ -12,8 +13,11 @@ from allot.engine.engine import Engine, EnginePolicy
 from allot.engine.policy import ConsolidationConfig
 from allot.model.base import LabelSelector
 from allot.model.core import Affinity, Pod, PodAffinity, PodAffinityTerm
+from allot.model.loader import load_text
 from allot.scheduling.packing.consolidation import Consolidator
 from builders import node, pod
+
+from .test_engine_kueue import QUEUES
 
 GPU = "nvidia.com/gpu"
 
@@ -158,3 +162,17 @@ def test_victim_sets_too_small_to_free_the_gpus_are_not_put_to_the_filters(
     result = e.cycle()
     assert len(moves(result)) == 2 and bound(result)["default/big"] in ("n2", "n3")
     assert left_when_asked and set(left_when_asked) == {0}
+
+
+def test_with_kueue_a_pod_outside_it_that_arrives_later_is_placed_by_moves() -> None:
+    running = [gpu_pod("a", 1, on="n1"), gpu_pod("b", 1, on="n1"), gpu_pod("c", 1, on="n2")]
+    running += [gpu_pod(name, 1, on="n3") for name in ("d", "e", "f")]
+    state = ClusterState(nodes=[node(f"n{i}", extended={GPU: "4"}) for i in (1, 2, 3)], pods=running)
+    admission = AdmissionState.from_manifests(load_text(QUEUES), journal=state.journal)
+    policy = EnginePolicy(preemption=False, consolidation=ConsolidationConfig(max_moves=8))
+    e = Engine(state, admission=admission, policy=policy)
+    assert moves(e.cycle(0.0)) == []  # nothing waits yet: the waiting work is listed empty
+    state.add_pod(gpu_pod("big", 4))  # names no Kueue queue: it waits outside admission
+    result = e.cycle(1.0)
+    assert moves(result) == [("default/c", "moved to node n1 to make room for default/big (consolidation)")]
+    assert bound(result) == {"default/c": "n1", "default/big": "n2"}

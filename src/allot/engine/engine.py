@@ -113,6 +113,7 @@ class Engine(PodPath, Consolidating, Reserving):
         # The waiting work listed once per cycle for consolidation and reservations (engine/waiting.py).
         self._waiting_snapshot: WaitingSnapshot | None = None
         self._class_numbers: dict[object, int] = {}
+        self._outside_kueue: dict[str, None] | None = None
         self._bound_at: dict[str, float] = {}
         self._now = 0.0
         if self.policy.reservation:
@@ -398,6 +399,8 @@ class Engine(PodPath, Consolidating, Reserving):
             return
         self._saw_events(events)
         for event in events:
+            if event.kind in (ClusterEventKind.POD_ADDED, ClusterEventKind.POD_UPDATED):
+                self._note_pod(event.pod)
             if event.kind is ClusterEventKind.POD_UPDATED:
                 self.retry(event.pod)
             if event.kind in (ClusterEventKind.POD_ADDED, ClusterEventKind.POD_LEFT):

@@ -27,6 +27,7 @@ from allot.admission.workload import Workload
 from allot.cluster.pod_info import PodInfo
 from allot.cluster.state import ClusterState
 from allot.engine.queueing import OrderKey
+from allot.model.kueue import QUEUE_NAME_LABEL
 from allot.scheduling.gang import gang_key, gangs
 from allot.scheduling.scheduler import Scheduler
 
@@ -56,6 +57,9 @@ class WaitingWork:
     _waiting_snapshot: WaitingSnapshot | None
     # Class numbers (persistent: consolidation remembers classes across cycles).
     _class_numbers: dict[object, int]
+    # Pods that are ours and name no Kueue queue (None until first asked; then kept in step
+    # by `_note_pod`): with admission, only these and pods of admitted workloads wait outside it.
+    _outside_kueue: dict[str, None] | None
 
     def ours(self, info: PodInfo) -> bool:
         raise NotImplementedError
@@ -135,11 +139,44 @@ class WaitingWork:
                 continue
             yield unit
 
+    def _note_pod(self, pod_key: str) -> None:
+        """A pod was added or changed: keep `_outside_kueue` in step."""
+        known = self._outside_kueue
+        if known is None:
+            return
+        info = self.state.pods.get(pod_key)
+        if info is not None and self._outside(info):
+            known[pod_key] = None
+        else:
+            known.pop(pod_key, None)
+
+    def _outside(self, info: PodInfo) -> bool:
+        return self.ours(info) and QUEUE_NAME_LABEL not in info.pod.metadata.labels
+
+    def _maybe_outside_kueue(self) -> list[PodInfo]:
+        """The pending pods that may wait outside Kueue: all of them without admission; with it,
+        those without a queue name and those of admitted workloads, read from what the engine
+        keeps rather than from every pod of the cluster."""
+        state = self.state
+        if self.admission is None:
+            return state.pending()
+        known = self._outside_kueue
+        if known is None:
+            known = self._outside_kueue = {k: None for k, info in state.pods.items() if self._outside(info)}
+        pods = state.pods
+        gone = [key for key in known if key not in pods]
+        if gone and not state.journal.recording:
+            for key in gone:
+                del known[key]
+        keys = [*known, *(key for key in self._workload_of_pod if key not in known)]
+        return [pods[key] for key in keys if key in pods and pods[key].node is None]
+
     def _pod_units(self) -> list[WaitingUnit]:
-        """Pending pods and gangs outside Kueue, in kube-scheduler's order."""
+        """Pending pods and gangs outside Kueue, in kube-scheduler's order (the order of the pods
+        read does not matter: units are sorted by a unique key, gang members by name)."""
         pending = [
             info
-            for info in self.state.pending()
+            for info in self._maybe_outside_kueue()
             if self.ours(info) and not self.queued(info) and not info.pod.spec.scheduling_gates
         ]
         groups = gangs(pending)

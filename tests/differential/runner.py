@@ -1,7 +1,8 @@
 """Play a scenario on a real control plane with kube-scheduler and record what it decided.
 
 `Recorder(plane).record(scenario)` (the plane has etcd, kube-apiserver and the controller
-manager running; see `start_plane`):
+manager running; see `start_plane`). The scheduler that decides is kube-scheduler unless the
+recorder is given another `Scheduler` (`differential.allot_run` plays `allot run` the same way):
 
 1. removes what the previous case left, creates the cluster objects (Node status through the
    status subresource, Ready, as no kubelet runs), and restarts kube-scheduler, so that it
@@ -31,7 +32,7 @@ import ssl
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from controlplane import ControlPlane
 from differential.case import Case, Changes, Step, key_of
@@ -61,6 +62,37 @@ _PATHS = {
 }
 _CLUSTER_WIDE = ("Node", "PriorityClass", "DeviceClass", "ResourceSlice")
 _NAMESPACED = ("ResourceClaimTemplate", "ResourceClaim", "Pod")
+
+
+class Scheduler(Protocol):
+    """The scheduler a case is played with: started afresh on each case's cluster."""
+
+    @property
+    def version(self) -> str:
+        """What the case records as the scheduler that decided (`Case.kube`)."""
+        ...
+
+    def restart(self) -> None:
+        """Stop the one that ran the previous case, start one that has synced this cluster."""
+        ...
+
+    def stop(self) -> None: ...
+
+
+class KubeScheduler:
+    """kube-scheduler v1.36 from ../shared/k8s, the oracle."""
+
+    version = KUBE_VERSION
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self.plane = plane
+
+    def restart(self) -> None:
+        self.plane.stop_scheduler()
+        self.plane.start_scheduler()
+
+    def stop(self) -> None:
+        self.plane.stop_scheduler()
 
 
 class RunnerError(RuntimeError):
@@ -185,9 +217,10 @@ def _condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 class Recorder:
-    def __init__(self, plane: ControlPlane) -> None:
+    def __init__(self, plane: ControlPlane, scheduler: Scheduler | None = None) -> None:
         self.plane = plane
         self.api = Api(plane)
+        self.scheduler = scheduler if scheduler is not None else KubeScheduler(plane)
 
     # -- cluster ------------------------------------------------------------------------------
 
@@ -376,8 +409,7 @@ class Recorder:
         self.reset()
         for obj in scenario.cluster:
             self.create(obj)
-        self.plane.stop_scheduler()
-        self.plane.start_scheduler()
+        self.scheduler.restart()
         started = []
         for pod in scenario.running:
             self.create_gated(pod)
@@ -413,7 +445,7 @@ class Recorder:
         objects = _unique(objects)
         return Case(
             name=scenario.name, seed=scenario.seed, size="large" if len(scenario.pending) > 30 else "small",
-            kube=KUBE_VERSION, features=sorted(features_of(objects)), objects=objects, steps=steps, after=after,
+            kube=self.scheduler.version, features=sorted(features_of(objects)), objects=objects, steps=steps, after=after,
         )  # fmt: skip
 
     def read_cluster(self, scenario: Scenario) -> list[Obj]:
@@ -440,6 +472,7 @@ class Recorder:
         return objects
 
     def close(self) -> None:
+        self.scheduler.stop()
         self.api.close()
 
 

@@ -50,3 +50,24 @@ def crd(kind: str, plural: str, scope: str, status: bool) -> dict[str, object]:
 
 def manifests() -> str:
     return "\n---\n".join(json.dumps(crd(*entry)) for entry in KINDS)
+
+
+def team_queues(team: str, cohort: str, quotas: dict[str, str]) -> list[dict[str, object]]:
+    """A ClusterQueue for the namespace `team` (one flavor, `default-flavor`, these nominal quotas;
+    reclaim from the cohort, preempt lower priority within) and its LocalQueue `main`."""
+    resources = [{"name": name, "nominalQuota": quota} for name, quota in quotas.items()]
+    cluster_queue = {
+        "apiVersion": f"{GROUP}/v1beta2", "kind": "ClusterQueue", "metadata": {"name": team},
+        "spec": {
+            "cohortName": cohort,
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team}},
+            "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+            "resourceGroups": [{"coveredResources": list(quotas),
+                                "flavors": [{"name": "default-flavor", "resources": resources}]}],
+        },
+    }  # fmt: skip
+    local_queue = {
+        "apiVersion": f"{GROUP}/v1beta2", "kind": "LocalQueue",
+        "metadata": {"name": "main", "namespace": team}, "spec": {"clusterQueue": team},
+    }  # fmt: skip
+    return [cluster_queue, local_queue]

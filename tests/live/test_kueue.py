@@ -12,6 +12,7 @@ import pytest
 from controlplane import ControlPlane
 from live.cluster import AllotProcess, bound_nodes, create_node, eventually, pod_manifest, pods
 from live.kueue_crds import manifests as kueue_crds
+from live.kueue_crds import team_queues
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
@@ -25,20 +26,7 @@ def _queues() -> list[dict[str, Any]]:
     cohort = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "research"}}
     objects: list[dict[str, Any]] = [flavor, cohort]
     for team in ("flood", "steady"):
-        objects.append({
-            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": team},
-            "spec": {
-                "cohortName": "research",
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team}},
-                "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
-                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                    {"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}],
-            },
-        })  # fmt: skip
-        objects.append({
-            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-            "metadata": {"name": "main", "namespace": team}, "spec": {"clusterQueue": team},
-        })  # fmt: skip
+        objects += team_queues(team, "research", {"cpu": "4"})
     return objects
 
 

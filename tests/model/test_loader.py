@@ -130,6 +130,18 @@ def test_json_list_input() -> None:
     assert [o.kind for o in load_text(text, "-").objects] == ["Namespace"]
 
 
+def test_a_yaml_file_of_json_documents_between_separators_loads_as_kubectl_takes_it(tmp_path: Path) -> None:
+    documents = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}} for name in ("a", "b")]
+    path = tmp_path / "namespaces.yaml"
+    path.write_text("\n---\n".join(json.dumps(d) for d in documents))
+    assert [o.name for o in load_paths([path]).objects] == ["a", "b"]
+    # The same text read as JSON (a .json file) is one document with extra data: an error there.
+    json_path = tmp_path / "namespaces.json"
+    json_path.write_text(path.read_text())
+    with pytest.raises(ManifestErrors, match=r"namespaces.json document 1: line 2 column 1: invalid JSON"):
+        load_paths([json_path])
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

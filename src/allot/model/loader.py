@@ -203,7 +203,10 @@ def _json_documents(text: str, source: str) -> Iterator[tuple[int, Any] | Manife
 
 
 def _documents(text: str, source: str) -> Iterator[tuple[int, Any] | ManifestError]:
-    if source.endswith(".json") or text.lstrip().startswith(("{", "[")):
+    # A .yaml file may hold JSON documents between `---` lines (YAML reads JSON), as kubectl takes it.
+    if source.endswith(".json") or (
+        not source.endswith((".yaml", ".yml")) and text.lstrip().startswith(("{", "["))
+    ):
         return _json_documents(text, source)
     return _yaml_documents(text, source)
 

@@ -1,6 +1,7 @@
 """Shortcuts of fair-sharing preemption that must give the search's answer: the bound that gives up
-before the search (allot.admission.fair_preemption._cannot_fit), and the reuse of the flavor
-oracle's search for a whole assignment."""
+before the search (allot.admission.fair_preemption._cannot_fit), the reuse of the flavor
+oracle's search for a whole assignment, and `AdmissionState.fitting`, which tells Fit without
+the oracle."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from allot.admission.targets import Preemptor
 from allot.model.kueue_config import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
 from fuzzing import examples
 
-from .builders import CQ, CohortB, make_state, workload
+from .builders import CQ, CohortB, flavor_quotas, make_state, workload
 
 QUEUES = ("a", "b", "c", "d")
 STRATEGIES = (
@@ -177,3 +178,58 @@ def test_a_whole_assignment_gets_the_targets_a_fresh_search_finds(
         found = state.preemption_targets(w, assignment)
         preemptor = Preemptor(w.key, queue, priority, 1000.0, assignment.usage, assignment.needs_preemption())
         assert found == preemption_targets(state.world, preemptor)
+
+
+def fitting_state(draw: Any) -> AdmissionState:
+    """Queues with one flavor (fitting decides without the oracle) or two (the whole assignment),
+    any fungibility, classic or fair preemption."""
+    cqs = []
+    for name in QUEUES:
+        queue = CQ(name).cohort("root")
+        quotas = [flavor_quotas(f, cpu=draw(st.integers(0, 4))) for f in ("one", "two")]
+        queue.group(["cpu"], *quotas[: draw(st.integers(1, 2))])
+        queue.preemption(
+            within="LowerPriority", reclaim="Any", borrow=draw(st.sampled_from([None, "LowerPriority"]))
+        )
+        queue.fungibility(
+            borrow=draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"])),
+            preempt=draw(st.sampled_from(["Preempt", "TryNextFlavor"])),
+            preference=draw(st.sampled_from([None, "BorrowingOverPreemption", "PreemptionOverBorrowing"])),
+        )
+        cqs.append(queue)
+    cohorts = (CohortB("root").quota("one", cpu=draw(st.integers(0, 6))),)
+    return make_state(*cqs, cohorts=cohorts, config=AdmissionConfig(fair_sharing=draw(st.booleans())))
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.data(), st.lists(job, min_size=1, max_size=14), st.lists(job, min_size=1, max_size=8))
+def test_fitting_answers_as_the_whole_assignment_does(
+    data: st.DataObject, admitted: list[tuple[str, int, int]], asking: list[tuple[str, int, int]]
+) -> None:
+    state = fitting_state(data.draw)
+    for index, (queue, cpu, priority) in enumerate(admitted):
+        admit(state, f"w{index}", queue, cpu, priority, at=float(index))
+    waiting = []
+    for index, (queue, cpu, priority) in enumerate(asking):
+        w = workload(f"p{index}", f"lq-{queue}", cpu=cpu, priority=priority, created=1000.0 + index)
+        state.submit(w)
+        waiting.append(w)
+    # Asked first, before any whole assignment is cached; each compared with a whole assignment
+    # worked out afresh (not read from the cache `fitting` may have filled).
+    found = [state.fitting(w) for w in waiting]
+    for w, fits in zip(waiting, found, strict=True):
+        state._assign_cache.clear()
+        whole = state.assign(w)
+        assert fits == (whole if whole.mode is Mode.FIT else None)
+    # And asked again, now from the caches, the same.
+    assert [state.fitting(w) for w in waiting] == found
+
+
+def test_fitting_with_one_flavor_does_not_simulate_preemption() -> None:
+    state = two_teams()
+    assert admit(state, "b1", "b", 12, at=1)  # the cohort is full: a's workload needs preemption
+    w = workload("p", "lq-a", cpu=2, created=1000.0)
+    state.submit(w)
+    with mock.patch.object(fair_preemption, "fair_targets", side_effect=AssertionError("searched")):
+        assert state.fitting(w) is None
+    assert state.assign(w).mode is Mode.PREEMPT

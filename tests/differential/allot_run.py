@@ -38,7 +38,7 @@ class AllotRun:
     def __init__(self, plane: ControlPlane) -> None:
         self.plane = plane
         self.process: AllotProcess | None = None
-        self.logs: list[str] = []
+        self.last_log = ""  # the log of the process stopped last
 
     def restart(self) -> None:
         self.stop()
@@ -57,10 +57,11 @@ class AllotRun:
     def stop(self) -> None:
         if self.process is not None:
             code = self.process.stop()
-            self.logs.append(self.process.output())
+            self.last_log = self.process.output()
             self.process = None
+            # SIGTERM is a graceful stop: anything else is a failure of the case.
             if code != 0:
-                raise RuntimeError(f"allot run exited with {code}:\n" + self.logs[-1][-3000:])
+                raise RuntimeError(f"allot run exited with {code}:\n" + self.last_log[-3000:])
 
 
 def _ready(port: int) -> bool:

@@ -45,6 +45,7 @@ from allot.admission.flavors import (
     FlavorAssigner,
     FlavorNodeFilter,
     Mode,
+    Possibility,
     flavor_node_filter,
     no_fit,
 )
@@ -131,6 +132,8 @@ class AdmissionState:
         # one): the engine reports why they wait, as it does for the ones it tried.
         self.parked_in_cycle: list[str] = []
         self._assign_cache: dict[str, tuple[int, Workload, Assignment]] = {}
+        # Assignments found without the preemption oracle that did not fit (see `fitting`).
+        self._no_preemption_cache: dict[str, tuple[int, Workload, Assignment]] = {}
         self._backoff: list[tuple[float, str]] = []
         # Whether releases and capacity events wake workloads parked for placement here; an engine
         # that judges those itself with queueing hints turns it off and calls `requeue`.
@@ -374,7 +377,26 @@ class AdmissionState:
             entry = QueueEntry(workload, cq, workload.local_queue, PENDING, workload.created)
         return self._assignment(entry)
 
-    def _assignment(self, entry: QueueEntry) -> Assignment:
+    def fitting(self, workload: Workload) -> Assignment | None:
+        """`workload`'s assignment if it fits unused quota now (mode Fit), else None.
+
+        The same answer as `assign(workload).mode is Mode.FIT`, found without simulating
+        preemption where the ClusterQueue leaves no choice of flavor (one flavor per resource
+        group): a flavor fits only if every resource fits without preemption, and which of
+        Preempt or NoFit the rest would be does not matter here.
+        """
+        entry = self.entries.get(workload.key)
+        cq = entry.cluster_queue if entry is not None else None
+        if entry is None or cq is None or any(len(g.flavors) != 1 for g in self.policies[cq].resource_groups):
+            assignment = self.assign(workload)
+            return assignment if assignment.mode is Mode.FIT else None
+        assignment = self._assignment(entry, preemption=False)
+        return assignment if assignment.mode is Mode.FIT else None
+
+    def _assignment(self, entry: QueueEntry, *, preemption: bool = True) -> Assignment:
+        """The flavor assignment, cached until usage changes. Without `preemption` the oracle is
+        not consulted: a flavor that needs preemption counts as NoFit, and only a Fit (which the
+        oracle never decides) is kept in the cache."""
         cq = entry.cluster_queue
         if cq is None:
             return no_fit("", entry.waiting.message if entry.waiting else "no ClusterQueue")
@@ -384,32 +406,40 @@ class AdmissionState:
         if policy.inactive:
             return no_fit(cq, policy.inactive)
         key = entry.workload.key
-        cached = self._assign_cache.get(key)
-        if (
-            cached is not None
-            and cached[0] == self.tree.generation
-            and cached[2].cluster_queue == cq
-            and (cached[1] is entry.workload or cached[1] == entry.workload)
-        ):
-            return cached[2]
-        assigner = FlavorAssigner(
-            policy=policy,
-            node=self.tree.cqs[cq],
-            flavors=self.flavors,
-            oracle=oracle_for(
+        generation = self.tree.generation
+        caches = [self._assign_cache] if preemption else [self._assign_cache, self._no_preemption_cache]
+        for cache in caches:
+            cached = cache.get(key)
+            if (
+                cached is not None
+                and cached[0] == generation
+                and cached[2].cluster_queue == cq
+                and (cached[1] is entry.workload or cached[1] == entry.workload)
+            ):
+                return cached[2]
+        oracle = (
+            oracle_for(
                 self.world,
                 key=key,
                 cluster_queue=cq,
                 priority=entry.workload.priority,
                 order_time=entry.order_time,
-            ),
+            )
+            if preemption
+            else _no_preemption
+        )
+        assigner = FlavorAssigner(
+            policy=policy,
+            node=self.tree.cqs[cq],
+            flavors=self.flavors,
+            oracle=oracle,
             fair_sharing=self.config.fair_sharing,
         )
-        generation = self.tree.generation
         assignment = assigner.assign(entry.workload)
-        if len(self._assign_cache) > 4096:
-            self._assign_cache.clear()
-        self._assign_cache[key] = (generation, entry.workload, assignment)
+        cache = self._assign_cache if preemption or assignment.mode is Mode.FIT else self._no_preemption_cache
+        if len(cache) > 4096:
+            cache.clear()
+        cache[key] = (generation, entry.workload, assignment)
         return assignment
 
     def preemption_targets(self, workload: Workload, assignment: Assignment) -> list[Target] | None:
@@ -754,6 +784,11 @@ class PendingGroup(NamedTuple):
 
     score: float
     members: list[SortKey]
+
+
+def _no_preemption(_fr: FlavorResource, _quantity: int) -> tuple[Possibility, int]:
+    """An oracle that finds no preemption possible (for `AdmissionState.fitting`)."""
+    return Possibility.NO_CANDIDATES, 0
 
 
 def _restore(table: dict[str, Any], key: str, old: Any) -> None:

@@ -20,7 +20,7 @@ from itertools import chain
 from typing import NamedTuple
 
 from allot.admission.cycle import PENDING
-from allot.admission.flavors import Assignment, Mode
+from allot.admission.flavors import Assignment
 from allot.admission.queues import SortKey
 from allot.admission.state import AdmissionState
 from allot.admission.workload import Workload
@@ -124,8 +124,8 @@ class WaitingWork:
                 workload = entry.workload
                 if not workload.pods or any(p not in pods or pods[p].bound for p in workload.pods):
                     continue
-                assignment = admission.assign(workload)
-                if assignment.mode is not Mode.FIT:
+                assignment = admission.fitting(workload)
+                if assignment is None:
                     over_quota.add(klass)
                     continue
                 members = tuple(sorted(workload.pods))

@@ -11,7 +11,7 @@ from allot.admission.state import AdmissionState
 from allot.cluster.events import ClusterEvent, ClusterEventKind
 from allot.cluster.state import ClusterState
 from allot.engine.engine import Engine, EnginePolicy
-from allot.engine.queueing import QueueingConfig
+from allot.engine.queueing import QueueingConfig, SchedulingQueue
 from allot.model.core import Pod, Taint, Toleration
 from allot.model.loader import load_text
 from builders import node, pod
@@ -153,6 +153,21 @@ def test_backoff_delays_a_woken_pod_and_the_safety_net_wakes_one_without_events(
     assert engine.cycle(100.0).decisions == ()
     engine.cycle(302.0)
     assert tried == ["default/b", "default/c", "default/c"]
+
+
+def test_classes_of_both_key_kinds_backing_off_until_one_moment_are_both_tried_then() -> None:
+    # Equivalence classes are keyed by bytes, pods without one and gangs by their str key; two such
+    # classes parked in one cycle and woken in another fall due at the same moment (a live crash).
+    queue = SchedulingQueue(QueueingConfig())
+    freed = frozenset({ClusterEventKind.POD_LEFT})
+    for unit, klass in (("default/a", b"class-a"), ("default/b", "default/b")):
+        queue.park(unit, (0, 0.0, unit), klass, reason="full", kinds=freed, preempting=False, priority=0,
+                   probes=(unit,), now=0.0)  # fmt: skip
+    queue.begin_cycle(0.5)
+    queue.observe([ClusterEvent(ClusterEventKind.POD_LEFT, node=0)], lambda *_: True, None, 0.5)
+    assert queue.pop() is None and queue.next_wakeup() == 1.0  # both back off until 1 s
+    queue.begin_cycle(1.0)
+    assert sorted(unit for _, unit in iter(queue.pop, None)) == ["default/a", "default/b"]
 
 
 def kueue_engine(*documents: str) -> Engine:

@@ -102,7 +102,9 @@ class SchedulingQueue:
         self._awake: set[ClassKey] = set()
         # Classes woken mid-cycle whose earlier members are retried next cycle.
         self._next_cycle: set[ClassKey] = set()
-        self._backoff: list[tuple[float, ClassKey]] = []
+        # (due, class key's type, class key): keys are bytes (equivalence classes) or str (pods,
+        # gangs), which do not compare, and classes parked in one cycle fall due at one time.
+        self._backoff: list[tuple[float, bool, ClassKey]] = []
         self._attempts: dict[ClassKey, int] = {}
         self._woken_by: dict[ClassKey, WakeNodes] = {}
 
@@ -207,7 +209,7 @@ class SchedulingQueue:
         due = sorted(self._next_cycle, key=repr)
         self._next_cycle.clear()
         while self._backoff and self._backoff[0][0] <= now:
-            due.append(heapq.heappop(self._backoff)[1])
+            due.append(heapq.heappop(self._backoff)[2])
         limit = self.config.max_unschedulable
         if not self.config.hints:
             due.extend(self._parked)
@@ -266,7 +268,7 @@ class SchedulingQueue:
             self._woken_by[klass] = nodes
         wait = self.config.backoff(parked.attempts)
         if position is None and wait > 0 and now < parked.since + wait:
-            heapq.heappush(self._backoff, (parked.since + wait, klass))
+            heapq.heappush(self._backoff, (parked.since + wait, isinstance(klass, str), klass))
             return
         if position is not None and parked.members and parked.members[0][0] <= position:
             self._next_cycle.add(klass)

@@ -82,6 +82,22 @@ def test_a_gated_pod_waits_and_is_bound_once_its_gate_is_removed(
     )
     assert condition["reason"] == "SchedulingGated"
     assert "gated" not in bound_nodes(plane, NS)
+    # As kube-scheduler does, allot leaves the API server's condition and writes no event for it.
+    # A pod naming a claim that does not exist is kept out of the queue the same way (PreEnqueue).
+    claimless = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "no-such-claim"}],
+                 "nodeSelector": {"test": "outcomes-gates"}}  # fmt: skip
+    plane.apply(pod_manifest("claimless", namespace=NS, extra_spec=claimless))
+    plane.apply(
+        pod_manifest("witness", namespace=NS, extra_spec={"nodeSelector": {"test": "outcomes-gates"}})
+    )
+    eventually(lambda: bound_nodes(plane, NS).get("witness"), what="a later pod bound: allot has looked")
+    eventually(lambda: [e for e in _events(plane, "witness") if e["reason"] == "Scheduled"], what="its event")
+    gated = pods(plane, NS)["gated"]
+    assert _condition(gated, "PodScheduled") == condition
+    assert condition["message"] == "Scheduling is blocked due to non-empty scheduling gates"
+    assert _condition(pods(plane, NS)["claimless"], "PodScheduled") is None
+    assert _events(plane, "gated") == [] and _events(plane, "claimless") == []
+    plane.kubectl("delete", "pod", "claimless", "witness", "-n", NS, "--grace-period=0", "--force")
     plane.kubectl(
         "patch",
         "pod",

@@ -50,6 +50,8 @@ from allot.model.workloads import ReplicaSet, ReplicationController, Service, St
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 # A template entry whose claim the resourceclaim controller has not created yet (live clusters).
 WAITING_FOR_CLAIM = "waiting for the resourceclaim of entry {entry!r} to be created"
+CLAIM_NOT_FOUND = "resourceclaim {key!r} not found"
+TEMPLATE_NOT_FOUND = "resourceclaimtemplate {namespace}/{name!r} not found"
 
 
 # A claim placement matched to a volume (its name), or left to dynamic provisioning ("").
@@ -295,7 +297,7 @@ class ClusterState:
             if entry.resource_claim_name:
                 claim_key = f"{pod.namespace}/{entry.resource_claim_name}"
                 if claim_key not in self.claims:
-                    missing.append(f"resourceclaim {claim_key!r} not found")
+                    missing.append(CLAIM_NOT_FOUND.format(key=claim_key))
                 entries.append((entry.name, claim_key))
             elif entry.resource_claim_template_name:
                 existing = statuses.get(entry.name)
@@ -303,7 +305,7 @@ class ClusterState:
                     claim_key = f"{pod.namespace}/{existing}"
                     if claim_key in self.claims or not self.generate_claims:
                         if claim_key not in self.claims:
-                            missing.append(f"resourceclaim {claim_key!r} not found")
+                            missing.append(CLAIM_NOT_FOUND.format(key=claim_key))
                         entries.append((entry.name, claim_key))
                         continue
                 if not self.generate_claims:
@@ -313,7 +315,9 @@ class ClusterState:
                 template = self.templates.get(f"{pod.namespace}/{entry.resource_claim_template_name}")
                 if template is None:
                     missing.append(
-                        f"resourceclaimtemplate {pod.namespace}/{entry.resource_claim_template_name!r} not found"
+                        TEMPLATE_NOT_FOUND.format(
+                            namespace=pod.namespace, name=entry.resource_claim_template_name
+                        )
                     )
                     entries.append((entry.name, ""))
                     continue

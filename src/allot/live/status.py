@@ -1,8 +1,12 @@
 """What users see of allot's decisions on their pods: conditions and events, as kube-scheduler writes them.
 
-* A pod that waits gets `PodScheduled=False`, reason `Unschedulable` (or `SchedulingGated`),
-  with the engine's one-line reason ("0/12 nodes are available: ..." plus allot's quota or
-  fair-share reason), and a `FailedScheduling` event (events.k8s.io/v1).
+* A pod that waits gets `PodScheduled=False`, reason `Unschedulable`, with the engine's
+  one-line reason ("0/12 nodes are available: ..." plus allot's quota or fair-share reason),
+  and a `FailedScheduling` event (events.k8s.io/v1).
+* A pod kube-scheduler would keep out of its queue (PreEnqueue) gets neither: one with
+  scheduling gates (the API server wrote its `SchedulingGated` condition), one whose claim the
+  resourceclaim controller has not made yet, one naming a claim or claim template that does not
+  exist. allot's log and `allot place` still say why it waits.
 * A bound pod gets a `Scheduled` event; a preemptor its `status.nominatedNodeName`; a victim
   the `DisruptionTarget` condition before it is deleted.
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import socket
 import time
 from collections import OrderedDict
@@ -24,7 +29,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from allot.cluster.state import WAITING_FOR_CLAIM
 from allot.live.client import STRATEGIC_PATCH, ApiClient, ApiError, RateLimiter
 from allot.live.kinds import PODS
 from allot.model.base import Object
@@ -34,9 +38,14 @@ log = logging.getLogger("allot.live.status")
 
 EVENTS_PATH = "/apis/events.k8s.io/v1/namespaces/{namespace}/events"
 GATED_PREFIX = "SchedulingGated"
-# Waits that end by themselves in a moment (the resourceclaim controller creating a pod's claim):
-# kube-scheduler keeps such pods out of its queue (PreEnqueue) without writing a condition.
-TRANSIENT = (WAITING_FOR_CLAIM.split("{", 1)[0],)
+# Reasons for which kube-scheduler keeps a pod out of its queue (PreEnqueue) without writing a
+# condition or an event: scheduling gates, a claim not created yet, a claim or template missing.
+NOT_QUEUED = re.compile(
+    rf"^{GATED_PREFIX}"
+    r"|waiting for the resourceclaim of entry \S+ to be created"
+    r"|resourceclaim '[^']+' not found"
+    r"|resourceclaimtemplate \S+ not found"
+)
 # How many pods' last written reasons are remembered (oldest forgotten first).
 MEMORY = 100_000
 
@@ -84,21 +93,21 @@ class StatusWriter:
     # -- producers (called from the scheduling loop; never block) ---------------------------
 
     def waiting(self, pod: Pod, reason: str) -> None:
-        if self._written.get(pod.key) == reason or any(t in reason for t in TRANSIENT):
+        if self._written.get(pod.key) == reason:
+            return
+        if NOT_QUEUED.search(reason):
+            log.debug("pod %s is not queued: %s", pod.key, reason)
             return
         self._remember(pod.key, reason)
-        gated = reason.startswith(GATED_PREFIX)
-        condition_reason = "SchedulingGated" if gated else "Unschedulable"
 
         async def write() -> None:
             await self._patch_status(pod, {
                 "conditions": [{
-                    "type": "PodScheduled", "status": "False", "reason": condition_reason,
+                    "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                     "message": reason, "lastTransitionTime": now_rfc3339(),
                 }]
             })  # fmt: skip
-            if not gated:
-                await self._event(pod, "Warning", "FailedScheduling", reason)
+            await self._event(pod, "Warning", "FailedScheduling", reason)
 
         self._enqueue(_Write(f"status/{pod.key}", write))
 

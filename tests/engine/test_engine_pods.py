@@ -7,7 +7,7 @@ from msgspec.structs import replace
 from allot.cluster.state import ClusterState
 from allot.engine.decisions import Bound, Evicted
 from allot.engine.engine import Engine, EnginePolicy
-from allot.model.core import PodSchedulingGate, Taint
+from allot.model.core import PersistentVolumeClaimVolumeSource, PodSchedulingGate, Taint, Volume
 from builders import GPU_DRIVER, claim, claim_spec, device_class, gpu_slice, node, pod
 
 from .counting import calls, tried_pods
@@ -133,6 +133,32 @@ def test_a_pod_whose_claims_fit_nowhere_says_its_claims_are_still_not_schedulabl
         "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
     assert "still not schedulable, preemption:" in reasons["default/q"]
+
+
+def test_a_pod_rejected_before_its_claims_are_looked_at_has_kube_schedulers_post_filter_account() -> None:
+    # A missing PersistentVolumeClaim stops kube-scheduler at VolumeBinding's pre-filter, before
+    # DynamicResources' runs: that post-filter then finds no state ("not found") and no preemption
+    # follows. A class that does not exist stops DynamicResources' own pre-filter before it took
+    # in the claims: "no new claims to deallocate", then preemption. (Both as kube-scheduler v1.36
+    # wrote them on a real API server.)
+    volume = Volume(name="data", persistent_volume_claim=PersistentVolumeClaimVolumeSource(claim_name="data"))
+    with_volume = pod("with-volume")
+    with_volume = replace(with_volume, spec=replace(with_volume.spec, volumes=(volume,)))
+    state = ClusterState(
+        nodes=[node("n1", cpu="4"), node("n2", cpu="4")],
+        pods=[with_volume, pod("no-class", claim_names={"gpu": "tpu"})],
+        claims=[claim("tpu", claim_spec(("tpu", "tpu.example.com", 1)))],
+        classes=[device_class()],
+        slices=[gpu_slice("n1", 1)],
+    )
+    reasons = {d.pod: d.reason for d in Engine(state).cycle().waiting}
+    assert reasons["default/with-volume"] == (
+        '0/2 nodes are available: persistentvolumeclaim "data" not found. not found'
+    )
+    assert reasons["default/no-class"] == (
+        "0/2 nodes are available: request tpu: device class tpu.example.com does not exist. "
+        "no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
 
 
 def test_preemption_that_would_not_help_reports_the_filters_reason() -> None:

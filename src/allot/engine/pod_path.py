@@ -32,8 +32,9 @@ from allot.scheduling.diagnosis import Diagnosis
 from allot.scheduling.framework import BoolArray
 from allot.scheduling.gang import Gang, GangPlacement, GangUnschedulable, gang_key, gangs, place_gang
 from allot.scheduling.hints import ANYWHERE, Hints
+from allot.scheduling.plugins.dynamic_resources import NAME as DRA_PLUGIN
 from allot.scheduling.plugins.resources_fit import dra_backed_resources
-from allot.scheduling.preemption import Preemptor, post_filter_message
+from allot.scheduling.preemption import NO_CLAIMS_STATE, Preemptor, post_filter_message
 from allot.scheduling.scheduler import Outcome, Placement, Scheduler
 from allot.scheduling.topology.tas import place_gang_in_topology, topology_request
 
@@ -465,7 +466,13 @@ class PodPath:
             return outcome, []
         profile = self.scheduler.profile_of(pod_key)
         dra = profile is not None and profile.claims_post_filter
-        has_claims = dra and _has_claims(self.state, self.state.pods[pod_key])
+        rejected_by = (
+            outcome.diagnosis.pre_filter.plugin if outcome.diagnosis.pre_filter is not None else None
+        )
+        if dra and rejected_by and self.scheduler.pre_filtered_before(pod_key, rejected_by, DRA_PLUGIN):
+            diagnosis = dataclasses.replace(outcome.diagnosis, preemption=NO_CLAIMS_STATE)
+            return dataclasses.replace(outcome, diagnosis=diagnosis), []
+        has_claims = dra and rejected_by != DRA_PLUGIN and _has_claims(self.state, self.state.pods[pod_key])
         if not self.policy.preemption or not self.scheduler.runs_preemption(pod_key):
             if not dra:
                 return outcome, []

@@ -55,6 +55,10 @@ PREEMPTION = "preemption"
 # when it has some but none to deallocate.
 NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
 STILL_NOT_SCHEDULABLE = "still not schedulable"
+# DynamicResources' post-filter when its pre-filter never ran (an earlier pre-filter rejected the
+# pod as unresolvable): it finds no cycle state and fails with the state's error, and
+# kube-scheduler then runs no other post-filter (no preemption).
+NO_CLAIMS_STATE = "not found"
 # kube-scheduler's words for nodes where preemption cannot help, and nodes with nothing to preempt.
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -274,7 +278,8 @@ class Preemptor:
 def post_filter_message(dra: bool, has_claims: bool, preemption: str) -> str:
     """kube-scheduler's post-filter account: DynamicResources' (when its post-filter runs: `dra`)
     and then preemption's (when it ran), joined as its framework joins post-filter reasons.
-    `has_claims`: the pod has claims (its own, or one for extended resources served by DRA)."""
+    `has_claims`: DynamicResources' pre-filter took in claims for the pod (its own, or one for
+    extended resources served by DRA); it has not when its pre-filter rejected the pod."""
     if not dra:
         return preemption
     note = STILL_NOT_SCHEDULABLE if has_claims else NO_CLAIMS_TO_DEALLOCATE

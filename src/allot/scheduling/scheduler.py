@@ -177,6 +177,16 @@ class Scheduler:
         plugins = self.plugins(self.state.pods[pod_key].pod.spec.scheduler_name)
         return plugins.profile if plugins is not None else None
 
+    def pre_filtered_before(self, pod_key: str, plugin: str, later: str) -> bool:
+        """Whether the pod's profile runs `plugin`'s pre-filter before `later`'s (both enabled).
+        kube-scheduler stops at the first pre-filter that rejects a pod as unresolvable, so the
+        later plugin then never saw the pod."""
+        plugins = self.plugins(self.state.pods[pod_key].pod.spec.scheduler_name)
+        if plugins is None:
+            return False
+        names = [p.name for p in plugins.pre_filters]
+        return plugin in names and later in names and names.index(plugin) < names.index(later)
+
     def runs_preemption(self, pod_key: str) -> bool:
         """Whether the pod's profile enables DefaultPreemption (at postFilter)."""
         profile = self.profile_of(pod_key)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from allot.cluster.state import CLAIM_NOT_FOUND, TEMPLATE_NOT_FOUND, WAITING_FOR_CLAIM
+from allot.engine.decisions import CycleResult, Waiting
 from allot.engine.pod_path import SCHEDULING_GATED
+from allot.live.metrics import Metrics
 from allot.live.status import NOT_QUEUED
 
 
@@ -36,3 +38,12 @@ def test_reasons_kube_scheduler_keeps_out_of_its_queue_are_not_written(reason: s
 )
 def test_ordinary_reasons_are_written(reason: str) -> None:
     assert not NOT_QUEUED.search(reason)
+
+
+def test_only_pods_that_were_tried_count_as_unschedulable_attempts() -> None:
+    metrics = Metrics(profile="allot")
+    gated = Waiting("team-a/gated", SCHEDULING_GATED.format(gates="example.com/approval"))
+    tried = Waiting("team-a/big", "0/4 nodes are available: 4 Insufficient cpu.")
+    metrics.cycle(0.01, CycleResult((gated, tried)))
+    labels = {"result": "unschedulable", "profile": "allot"}
+    assert metrics.registry.get_sample_value("scheduler_schedule_attempts_total", labels) == 1.0

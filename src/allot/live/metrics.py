@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from allot.admission.jobs import is_placeholder
 from allot.engine.decisions import Admitted, Bound, CycleResult, Waiting
+from allot.live.status import NOT_QUEUED
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -129,7 +130,8 @@ class Metrics:
     def cycle(self, seconds: float, result: CycleResult) -> None:
         self.cycle_duration.observe(seconds)
         bound = [d for d in result.decisions if isinstance(d, Bound)]
-        waiting = [d for d in result.decisions if isinstance(d, Waiting)]
+        # A pod kube-scheduler keeps out of its queue (gates, missing claims) is no attempt.
+        waiting = [d for d in result.decisions if isinstance(d, Waiting) and not NOT_QUEUED.search(d.reason)]
         tried = len(bound) + len(waiting)
         share = seconds / tried if tried else 0.0
         for _ in bound:

@@ -11,7 +11,8 @@ The folders cover what the differential generator does not: scheduling gates and
 not exist (kept out of kube-scheduler's queue), PersistentVolumeClaims (WaitForFirstConsumer,
 Immediate, generic ephemeral volumes), RuntimeClass overhead and scheduling, preemptionPolicy
 Never, DRA counters, device taints, extended resources served by a DeviceClass, incomplete and
-superseded pools, a node with no status, and a CEL selector that fails at runtime on one node
+superseded pools, a node with no status, spread and affinity fields (minDomains, matchLabelKeys,
+namespace selectors), and a CEL selector that fails at runtime on one node
 (a documented difference: docs/differential.md).
 Pods applied at once are taken in an order that depends on timing, so a difference in which of
 two competing pods got a node is not by itself a defect: read the messages.

@@ -32,6 +32,12 @@ def test_preemption_evicts_and_binds_in_one_cycle() -> None:
         ("Bound", "default/high"),
     ]
     assert not state.pods["default/low"].bound
+    # The preemptor carries why it fit nowhere before (what kube-scheduler writes on it while the
+    # victims leave), without a post-filter account; a pod placed without victims carries nothing.
+    (bound,) = result.bound
+    assert bound.failure == "0/1 nodes are available: 1 Insufficient cpu."
+    state.add_pod(pod("easy", cpu="0"))
+    assert [b.failure for b in Engine(state).cycle().bound] == [""]
 
 
 def test_waiting_pods_are_not_retried_until_something_leaves() -> None:

@@ -237,5 +237,14 @@ def test_a_preemptor_is_nominated_and_waits_until_its_victims_are_gone(
     boss = eventually(lambda: pods(plane, NS)["boss"]["status"].get("nominatedNodeName"), what="nomination")
     assert boss == "nom-1"
     assert "boss" not in bound_nodes(plane, NS)  # not while the victim still runs
+    # As kube-scheduler: meanwhile the preemptor says why it did not fit, without a post-filter
+    # account (preemption answered it), in its condition and a FailedScheduling event.
+    told = eventually(lambda: _condition(pods(plane, NS)["boss"], "PodScheduled"), what="boss's condition")
+    assert told["status"] == "False" and told["reason"] == "Unschedulable"
+    assert told["message"].startswith("0/") and "Insufficient cpu" in told["message"]
+    assert "preemption" not in told["message"] and "claims" not in told["message"]
+    notes = eventually(lambda: [e["note"] for e in _events(plane, "boss") if e["reason"] == "FailedScheduling"],
+                       what="FailedScheduling event")  # fmt: skip
+    assert notes == [told["message"]]
     plane.kubectl("delete", "pod", "slow-victim", "-n", NS, "--force", "--grace-period=0")
     assert eventually(lambda: bound_nodes(plane, NS).get("boss"), what="preemptor bound") == "nom-1"

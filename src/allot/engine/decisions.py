@@ -24,6 +24,8 @@ class Bound:
     allocations: Mapping[str, AllocationResult]
     score: float
     workload: str = ""  # the Kueue workload (or gang) it belongs to, if any
+    # A preemptor's: why it fit nowhere before its victims were chosen (see Placement.failure).
+    failure: str = ""
 
 
 @dataclass(frozen=True, slots=True)

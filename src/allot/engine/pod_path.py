@@ -351,7 +351,9 @@ class PodPath:
         outcome, victims = self._schedule_with_preemption(pod_key, now)
         if isinstance(outcome, Placement):
             decisions.extend(victims)
-            decisions.append(Bound(pod_key, outcome.node, outcome.allocations, outcome.score))
+            decisions.append(
+                Bound(pod_key, outcome.node, outcome.allocations, outcome.score, failure=outcome.failure)
+            )
             return None
         released = self._release_claims_of(pod_key)
         # Tried again next cycle without the allocation that pinned it.
@@ -493,7 +495,10 @@ class PodPath:
             retry = self.scheduler.schedule(pod_key, allowed=allowed, allowed_reason=allowed_reason)
             if isinstance(retry, Placement):
                 tx.commit()
-                return dataclasses.replace(retry, victims=tuple((e.pod, e.reason) for e in evicted)), evicted
+                placed = dataclasses.replace(
+                    retry, victims=tuple((e.pod, e.reason) for e in evicted), failure=outcome.message
+                )
+                return placed, evicted
         return outcome, []
 
 

@@ -454,7 +454,11 @@ class LiveScheduler:
                 mine = victims.get(decision.pod, [])
                 flight = self.cache.begin_flight(decision.pod, decision.node, victims=mine, now=now)
                 if mine:
-                    self.status.nominated(state.pods[decision.pod].pod, decision.node)
+                    pod = state.pods[decision.pod].pod
+                    # As kube-scheduler: the preemptor is told why it did not fit, then nominated.
+                    if decision.failure:
+                        self.status.waiting(pod, decision.failure)
+                    self.status.nominated(pod, decision.node)
                 self.binder.start(flight)
             elif isinstance(decision, Waiting):
                 info = state.pods.get(decision.pod)

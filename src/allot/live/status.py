@@ -113,6 +113,8 @@ class StatusWriter:
 
     def scheduled(self, pod: Pod, node: str) -> None:
         self._written.pop(pod.key, None)
+        # A waiting condition not written yet (a preemptor's) must not land after the binding.
+        self._queue.pop(f"status/{pod.key}", None)
         message = f"Successfully assigned {pod.key} to {node}"
 
         async def write() -> None:

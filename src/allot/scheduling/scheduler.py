@@ -62,6 +62,9 @@ class Placement:
     served_by_claims: frozenset[str] = frozenset()
     # Volume claims bound (to the named volume) or left to provisioning ("") on the node.
     volumes: tuple[tuple[str, str], ...] = ()
+    # With victims: why the pod fit nowhere before them ("0/N nodes are available: ..."), which
+    # kube-scheduler writes on the preemptor while the victims leave.
+    failure: str = ""
 
 
 @dataclass(frozen=True, slots=True)

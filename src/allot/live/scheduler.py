@@ -455,10 +455,11 @@ class LiveScheduler:
                 flight = self.cache.begin_flight(decision.pod, decision.node, victims=mine, now=now)
                 if mine:
                     pod = state.pods[decision.pod].pod
-                    # As kube-scheduler: the preemptor is told why it did not fit, then nominated.
+                    # As kube-scheduler: the preemptor is told why it did not fit, and nominated.
                     if decision.failure:
-                        self.status.waiting(pod, decision.failure)
-                    self.status.nominated(pod, decision.node)
+                        self.status.waiting(pod, decision.failure, nominated=decision.node)
+                    else:
+                        self.status.nominated(pod, decision.node)
                 self.binder.start(flight)
             elif isinstance(decision, Waiting):
                 info = state.pods.get(decision.pod)

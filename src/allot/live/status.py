@@ -92,21 +92,28 @@ class StatusWriter:
 
     # -- producers (called from the scheduling loop; never block) ---------------------------
 
-    def waiting(self, pod: Pod, reason: str) -> None:
-        if self._written.get(pod.key) == reason:
+    def waiting(self, pod: Pod, reason: str, *, nominated: str | None = None) -> None:
+        """Why the pod waits; with `nominated`, the node it preempted on, set in the same write
+        (as kube-scheduler writes a preemptor's condition and nomination together)."""
+        if self._written.get(pod.key) == reason and nominated is None:
             return
         if NOT_QUEUED.search(reason):
             log.debug("pod %s is not queued: %s", pod.key, reason)
+            if nominated is not None:
+                self.nominated(pod, nominated)
             return
         self._remember(pod.key, reason)
+        status: dict[str, Any] = {
+            "conditions": [{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": reason, "lastTransitionTime": now_rfc3339(),
+            }]
+        }  # fmt: skip
+        if nominated is not None:
+            status["nominatedNodeName"] = nominated
 
         async def write() -> None:
-            await self._patch_status(pod, {
-                "conditions": [{
-                    "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                    "message": reason, "lastTransitionTime": now_rfc3339(),
-                }]
-            })  # fmt: skip
+            await self._patch_status(pod, status)
             await self._event(pod, "Warning", "FailedScheduling", reason)
 
         self._enqueue(_Write(f"status/{pod.key}", write))

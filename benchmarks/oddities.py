@@ -4,7 +4,7 @@ Each folder under `benchmarks/oddities/` holds `cluster.yaml` (what exists first
 (pods and what they need, applied at once). For each folder and each scheduler, a fresh control
 plane (../shared/k8s) gets two nodes (`n1`, 8 CPUs, label `zone: earth`; `n2`, 8 CPUs), the
 cluster, the scheduler, then the pods; after `--settle` seconds each pod's node, its
-`PodScheduled` condition (reason, message) and its claims' devices are read. A line per pod says
+`PodScheduled` condition (reason, message) and its claims' devices (pool, device) are read. A line per pod says
 whether both schedulers left it alike.
 
 The folders cover what the differential generator does not: scheduling gates and claims that do
@@ -32,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from controlplane import ControlPlane, binaries_folder, skip_reason
-from live.cluster import AllotProcess, claims, create_node, pods
+from live.cluster import AllotProcess, create_node, pod_claim_devices, pods
 
 FOLDERS = Path(__file__).resolve().parent / "oddities"
 NAMESPACE = "odd"
@@ -40,19 +40,13 @@ Outcome = tuple[str | None, tuple[str, str] | None, list[tuple[str, str]]]
 
 
 def _outcomes(plane: ControlPlane) -> dict[str, Outcome]:
-    by_name = claims(plane, NAMESPACE)
+    devices = pod_claim_devices(plane, NAMESPACE)
     found: dict[str, Outcome] = {}
     for name, pod in sorted(pods(plane, NAMESPACE).items()):
         status: dict[str, Any] = pod.get("status") or {}
         scheduled = [c for c in status.get("conditions") or [] if c["type"] == "PodScheduled"]
         condition = (scheduled[0].get("reason", ""), scheduled[0].get("message", "")) if scheduled else None
-        devices: list[tuple[str, str]] = []
-        for entry in status.get("resourceClaimStatuses") or []:
-            claim = by_name.get(entry.get("resourceClaimName") or "") or {}
-            allocation = (claim.get("status") or {}).get("allocation") or {}
-            results = (allocation.get("devices") or {}).get("results") or []
-            devices += [(r["request"], r["device"]) for r in results]
-        found[name] = (pod["spec"].get("nodeName"), condition, devices)
+        found[name] = (pod["spec"].get("nodeName"), condition, devices.get(name, []))
     return found
 
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allot.admission import ParkKind, ParkReason
-from allot.admission.queues import PendingQueue
+from allot.admission.queues import MIXED, PendingQueue
 from allot.cluster.journal import Journal
 
 from .builders import CQ, admit_all, make_state, workload
@@ -31,8 +31,14 @@ operation = st.one_of(
         st.sampled_from(["x", "y", None]),
     ),
     st.tuples(st.just("remove"), st.sampled_from(KEYS)),
-    st.tuples(st.just("park"), st.sampled_from(KEYS), st.sampled_from(["quota", "placement"])),
+    st.tuples(
+        st.just("park"),
+        st.sampled_from(KEYS),
+        st.sampled_from(["quota", "placement", "backoff"]),
+        st.sampled_from(["no room, 1 more needed", "no room, 2 more needed", "no node"]),
+    ),
     st.tuples(st.just("unpark"), st.sampled_from(KEYS)),
+    st.tuples(st.just("wake")),
     st.tuples(st.just("begin")),
     st.tuples(st.just("end"), st.booleans()),
 )
@@ -67,11 +73,34 @@ def _indexed(queue: PendingQueue):
     )
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
-@given(st.lists(operation, max_size=40), st.booleans(), st.booleans())
-def test_indexes_list_every_pending_workload_in_order(operations, by_local_queue, strict) -> None:
+def _without_digits(message: str) -> str:
+    return "".join(c for c in message if not c.isdigit())
+
+
+def _check_counts(queue: PendingQueue) -> None:
+    """Each chain's reason and the kinds parked otherwise, as a walk of the parked finds them."""
+    keys: dict[object, set[object]] = {}
+    kinds = set()
+    for key, reason in queue.parked.items():
+        if reason.kind is ParkKind.QUOTA and not queue.strict:
+            keys.setdefault(queue._chain_of.get(key), set()).add(queue.reason_key(reason.message))
+        else:
+            kinds.add(reason.kind)
+    for chain in {*keys, *queue._chain_of.values()}:
+        found = keys.get(chain, set())
+        expected = None if not found else (next(iter(found)) if len(found) == 1 else MIXED)
+        assert queue.chain_reason(chain) is expected or queue.chain_reason(chain) == expected
+    for kind in ParkKind:
+        assert queue.parks_otherwise(frozenset({kind})) == (kind in kinds)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(operation, max_size=40), st.booleans(), st.booleans(), st.booleans())
+def test_indexes_list_every_pending_workload_in_order(operations, by_local_queue, strict, by_key) -> None:
     journal = Journal()
     queue = PendingQueue("q", strict=strict, by_local_queue=by_local_queue, journal=journal)
+    if by_key:
+        queue.compare_reasons_by(_without_digits)
     open_transactions = []
     for op in operations:
         if op[0] == "push":
@@ -80,19 +109,23 @@ def test_indexes_list_every_pending_workload_in_order(operations, by_local_queue
         elif op[0] == "remove":
             queue.remove(op[1])
         elif op[0] == "park" and op[1] in queue:
-            reason = ParkReason.quota("no room") if op[2] == "quota" else ParkReason.placement("no node")
-            queue.park(op[1], reason)
+            kind = {"quota": ParkKind.QUOTA, "placement": ParkKind.PLACEMENT, "backoff": ParkKind.BACKOFF}
+            queue.park(op[1], ParkReason(kind[op[2]], op[3]))
         elif op[0] == "unpark":
             queue.unpark(op[1])
+        elif op[0] == "wake":
+            queue.wake_chains()
         elif op[0] == "begin":
             open_transactions.append(journal.begin())
         elif op[0] == "end" and open_transactions:
             transaction = open_transactions.pop()
             transaction.commit() if op[1] else transaction.rollback()
         assert _indexed(queue) == _expected(queue)
+        _check_counts(queue)
     while open_transactions:
         open_transactions.pop().rollback()
         assert _indexed(queue) == _expected(queue)
+        _check_counts(queue)
 
 
 def test_pending_in_order_follows_priority_then_time_across_shapes_and_parking() -> None:

@@ -254,3 +254,41 @@ def test_a_release_rolled_back_leaves_the_line_as_it_was() -> None:
     assert admit_all(state, 3) == []
     state.finish("ns/holder", 4)
     assert admit_all(state, 4) == ["ns/w00", "ns/w01", "ns/w02", "ns/w03"]
+
+
+def _backlog_short_of(count: int, reason_key=None):  # type: ignore[no-untyped-def]
+    """4 cpu of quota, 3 held by two workloads, `count` equivalent 3-cpu workloads parked (2 more needed)."""
+    state = make_state(CQ("q").quota("default", cpu=4))
+    if reason_key is not None:
+        state.compare_reasons_by(reason_key)
+    state.submit(workload("big-holder", "lq-q", created=0, cpu=2))
+    state.submit(workload("small-holder", "lq-q", created=0.5, cpu=1))
+    assert admit_all(state) == ["ns/big-holder", "ns/small-holder"]
+    for i in range(count):
+        state.submit(workload(f"w{i:02d}", "lq-q", created=1 + i, cpu=3))
+    assert admit_all(state, 1) == []
+    state.parked_in_cycle.clear()
+    return state
+
+
+def test_a_backlog_parked_behind_its_head_is_told_each_new_reason_text() -> None:
+    state = _backlog_short_of(20)
+    assert all("2 more needed" in (state.pending_reason(f"ns/w{i:02d}") or "") for i in range(20))
+    state.finish("ns/small-holder", 2)
+    assert admit_all(state, 2) == []
+    # Only the head was assessed again; the 19 behind it are told its new reason as they would be
+    # had each come to the head.
+    assert sorted(state.parked_in_cycle) == [f"ns/w{i:02d}" for i in range(1, 20)]
+    assert all("1 more needed" in (state.pending_reason(f"ns/w{i:02d}") or "") for i in range(20))
+
+
+def test_a_backlog_is_not_told_a_reason_that_differs_only_where_its_key_ignores() -> None:
+    def without_digits(message: str) -> str:
+        return "".join(c for c in message if not c.isdigit())
+
+    state = _backlog_short_of(20, without_digits)
+    state.finish("ns/small-holder", 2)
+    assert admit_all(state, 2) == []
+    assert state.parked_in_cycle == []
+    assert "1 more needed" in (state.pending_reason("ns/w00") or "")
+    assert all("2 more needed" in (state.pending_reason(f"ns/w{i:02d}") or "") for i in range(1, 20))

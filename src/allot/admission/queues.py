@@ -25,6 +25,12 @@ parked) in a sorted list per group (`groups`: what the engine lists waiting
 work by), and the workloads parked for quota in one per chain
 (`quota_chains`: what a release wakes), the others parked apart.
 
+Each chain also counts the reasons its members were parked with, by the
+key the driver compares reasons by (`reason_key`: the text itself by
+default; the simulator's report reads reasons without their numbers), so
+telling the deferred workloads of a chain a new reason costs nothing when
+they all carry it already.
+
 Every change is journaled. Heap entries carry a version; removal only bumps
 the version map, and stale entries are dropped when they reach the top, so
 undoing a removal just restores the version (and re-pushes the entry in
@@ -42,12 +48,26 @@ from allot.admission.events import ParkKind, ParkReason
 from allot.cluster.journal import Journal
 
 SortKey = tuple[int, float, str]
+# What two reasons are compared by: equal keys make a reason told again pointless.
+ReasonKey = Callable[[str], Hashable]
 
 _MISSING: Any = object()
 
 
+def exact_reason(message: str) -> Hashable:
+    return message
+
+
 class PendingQueue:
-    def __init__(self, name: str, *, strict: bool, by_local_queue: bool, journal: Journal) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        strict: bool,
+        by_local_queue: bool,
+        journal: Journal,
+        reason_key: ReasonKey = exact_reason,
+    ) -> None:
         self.name = name
         self.strict = strict
         self.by_local_queue = by_local_queue
@@ -61,7 +81,7 @@ class PendingQueue:
         self.blocked: tuple[str, ParkReason] | None = None
         # Chains of workloads parked alike: the deferred ones (last in line first, so the next
         # is `pop()`), and the woken workload that stands for each chain in the heap.
-        self._deferred: dict[Hashable, list[str]] = {}
+        self._deferred: dict[Hashable, list[SortKey]] = {}
         self._waking: dict[str, Hashable] = {}
         # Indexes kept in step with the tables above, so that listing the line and waking it cost
         # the groups, not the backlog: every pending workload (active or parked) by group, and the
@@ -71,6 +91,18 @@ class PendingQueue:
         self._groups: dict[Hashable, list[SortKey]] = {}
         self._quota_chains: dict[Hashable, list[SortKey]] = {}
         self._parked_otherwise: dict[str, None] = {}
+        # Per chain, how many of its workloads parked for quota carry each reason (by key); how many
+        # workloads are parked otherwise, by kind.
+        self.reason_key = reason_key
+        self._chain_reasons: dict[Hashable, dict[Hashable, int]] = {}
+        self._otherwise_kinds: dict[ParkKind, int] = {}
+
+    def compare_reasons_by(self, reason_key: ReasonKey) -> None:
+        """Compare reasons by `reason_key` from now on (the counts are taken again)."""
+        self.reason_key = reason_key
+        self._chain_reasons = {}
+        for key in self.parked:
+            self._tag(self._place(key), 1)
 
     # --- journaled state ----------------------------------------------------------
 
@@ -116,29 +148,55 @@ class PendingQueue:
         self.journal.record(undo)
 
     def _place(self, key: str) -> _Place:
-        """Where the indexes hold `key` given its state now."""
+        """Where the indexes hold `key` given its state now, and what it is counted under there
+        (the reason's key on the quota line, the reason's kind parked otherwise)."""
         reason = self.parked.get(key)
+        tag: Hashable = None
         if reason is not None:
-            line = _QUOTA if reason.kind is ParkKind.QUOTA and not self.strict else _OTHERWISE
+            if reason.kind is ParkKind.QUOTA and not self.strict:
+                line = _QUOTA
+                tag = self.reason_key(reason.message)
+            else:
+                line = _OTHERWISE
+                tag = reason.kind
         elif key in self._version:
             line = _ACTIVE
         else:
             return _NOWHERE
-        return (line, self._sort.get(key), self._group_of.get(key), self._chain_of.get(key))
+        return (line, self._sort.get(key), self._group_of.get(key), self._chain_of.get(key), tag)
+
+    def _tag(self, place: _Place, delta: int) -> None:
+        line, _sort_key, _group, chain, tag = place
+        if line == _QUOTA:
+            counts = self._chain_reasons.setdefault(chain, {})
+            left = counts.get(tag, 0) + delta
+            if left:
+                counts[tag] = left
+            else:
+                counts.pop(tag, None)
+                if not counts:
+                    del self._chain_reasons[chain]
+        elif line == _OTHERWISE and isinstance(tag, ParkKind):
+            kinds = self._otherwise_kinds
+            kinds[tag] = kinds.get(tag, 0) + delta
 
     def _move(self, key: str, before: _Place) -> None:
         """Bring the indexes in step with `key`'s state after a change from where it was `before`."""
         after = self._place(key)
         if after == before:
             return
-        line, sort_key, group, chain = before
+        self._tag(before, -1)
+        self._tag(after, 1)
+        if after[:4] == before[:4]:
+            return
+        line, sort_key, group, chain, _tag = before
         if line != _NONE:
             _drop(self._groups, group, sort_key)
             if line == _QUOTA:
                 _drop(self._quota_chains, chain, sort_key)
             elif line == _OTHERWISE:
                 self._parked_otherwise.pop(key, None)
-        line, sort_key, group, chain = after
+        line, sort_key, group, chain, _tag = after
         if line != _NONE and sort_key is not None:
             insort(self._groups.setdefault(group, []), sort_key)
             if line == _QUOTA:
@@ -227,14 +285,10 @@ class PendingQueue:
             if key in self._version:
                 self.blocked = (key, reason)
             return None
-        previous = self.parked.get(key)
-        if previous is not None and (previous.kind is ParkKind.QUOTA) == (reason.kind is ParkKind.QUOTA):
-            self.parked[key] = reason  # parked again on the same line: the indexes hold it already
-        else:
-            place = self._place(key)
-            self._version.pop(key, None)
-            self.parked[key] = reason
-            self._move(key, place)
+        place = self._place(key)
+        self._version.pop(key, None)
+        self.parked[key] = reason
+        self._move(key, place)
         chain = self._waking.pop(key, None)
         if chain is None:
             return None
@@ -247,17 +301,37 @@ class PendingQueue:
         if key in self.parked:
             self.push(key, self._lq.get(key, ""), self._sort[key])
 
-    def wake_chain(self, chain: Hashable, keys: list[str]) -> None:
-        """Wake the first of `keys` (parked for quota alike, in line order); defer the others."""
-        old = self._deferred.get(chain, _MISSING)
-        self._deferred[chain] = keys[:0:-1]
-        if self.journal.recording:
-            self.journal.record(lambda: _restore(self._deferred, chain, old))
-        self._wake(keys[0], chain)
+    def wake_chains(self) -> bool:
+        """Wake the first in line of every chain parked for quota and defer the others behind it
+        (copies of the index's lists, not walks of them). Whether any chain was woken."""
+        chains = list(self._quota_chains.items())
+        for chain, members in chains:
+            old = self._deferred.get(chain, _MISSING)
+            self._deferred[chain] = members[:0:-1]
+            if self.journal.recording:
+                self.journal.record(lambda chain=chain, old=old: _restore(self._deferred, chain, old))  # type: ignore[misc]
+            self._wake(members[0][2], chain)
+        return bool(chains)
 
     def deferred(self, chain: Hashable) -> list[str]:
         """The workloads of `chain` still deferred (parked for quota), last in line first."""
-        return [k for k in self._deferred.get(chain, ()) if self._parked_for_quota(k)]
+        return [
+            sort_key[2] for sort_key in self._deferred.get(chain, ()) if self._parked_for_quota(sort_key[2])
+        ]
+
+    def chain_reason(self, chain: Hashable) -> Hashable:
+        """The reason key every workload of `chain` parked for quota carries; `MIXED` if they
+        carry several, None if none is parked."""
+        counts = self._chain_reasons.get(chain)
+        if not counts:
+            return None
+        if len(counts) > 1:
+            return MIXED
+        return next(iter(counts))
+
+    def parks_otherwise(self, kinds: frozenset[ParkKind]) -> bool:
+        """Whether a workload parked otherwise (not for quota) has one of these kinds."""
+        return any(self._otherwise_kinds.get(kind, 0) > 0 for kind in kinds)
 
     def _parked_for_quota(self, key: str) -> bool:
         reason = self.parked.get(key)
@@ -271,11 +345,11 @@ class PendingQueue:
         """The workload standing for `chain` left the line: the next deferred one takes its place."""
         keys = self._deferred.get(chain)
         while keys:
-            key = keys.pop()
+            sort_key = keys.pop()
             if self.journal.recording:
-                self.journal.record(lambda key=key: keys.append(key))  # type: ignore[misc]
-            if self._parked_for_quota(key):
-                self._wake(key, chain)
+                self.journal.record(lambda sort_key=sort_key: keys.append(sort_key))  # type: ignore[misc]
+            if self._parked_for_quota(sort_key[2]):
+                self._wake(sort_key[2], chain)
                 return
 
     def unblock(self) -> None:
@@ -349,9 +423,12 @@ class PendingQueue:
 
 
 _NONE, _ACTIVE, _QUOTA, _OTHERWISE = range(4)
-# (line, sort key, group, chain): which index lists hold a workload, and where.
-_Place = tuple[int, SortKey | None, Hashable, Hashable]
-_NOWHERE: _Place = (_NONE, None, None, None)
+# (line, sort key, group, chain, tag): which index lists hold a workload, where, and what it is
+# counted under (its reason's key on the quota line, its reason's kind parked otherwise).
+_Place = tuple[int, SortKey | None, Hashable, Hashable, Hashable]
+_NOWHERE: _Place = (_NONE, None, None, None, None)
+# A chain whose members carry several reasons.
+MIXED: Hashable = object()
 
 
 def _drop(index: dict[Hashable, list[SortKey]], name: Hashable, sort_key: SortKey | None) -> None:

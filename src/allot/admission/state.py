@@ -52,7 +52,7 @@ from allot.admission.flavors import (
 from allot.admission.jobs import restore_admitted_jobs
 from allot.admission.ordering import Admitted
 from allot.admission.preemption import assignment_targets, oracle_for
-from allot.admission.queues import PendingQueue, SortKey
+from allot.admission.queues import PendingQueue, ReasonKey, SortKey, exact_reason
 from allot.admission.quota import QueuePolicy, build_quota
 from allot.admission.resources import FlavorResource, Usage, format_amount
 from allot.admission.running import restore_running, restore_running_pods
@@ -85,6 +85,11 @@ _QUOTA_EVENTS = (
     EventKind.QUOTA_CHANGED,
 )
 
+_QUOTA_KIND = frozenset({ParkKind.QUOTA})
+_PLACEMENT_KIND = frozenset({ParkKind.PLACEMENT})
+_WAITING_KIND = frozenset({ParkKind.WAITING})
+_QUOTA_AND_PLACEMENT = _QUOTA_KIND | _PLACEMENT_KIND
+
 
 class AdmissionState:
     """Quota, queues, fair sharing and preemption for one cluster. See module docs."""
@@ -115,6 +120,8 @@ class AdmissionState:
             self.afs = AdmissionFairSharing(self.config.afs, self.journal, start=start_time)
             for key, lq in sorted(self.local_queues.items()):
                 self.afs.ensure(key, lq.spec.weight)
+        # What a reason told again is compared by (see `compare_reasons_by`).
+        self.reason_key: ReasonKey = exact_reason
         self.queues: dict[str, PendingQueue] = {
             name: PendingQueue(
                 name,
@@ -592,6 +599,15 @@ class AdmissionState:
 
     # --- parking and events -------------------------------------------------------
 
+    def compare_reasons_by(self, reason_key: ReasonKey) -> None:
+        """Tell a waiting workload a new reason only when its key differs from the one it was told
+        (the text itself by default). A driver that shows reasons without their numbers (the
+        simulator's report) gives a key without them, and a deep backlog is not told every new
+        count of what its quota lacks."""
+        self.reason_key = reason_key
+        for queue in self.queues.values():
+            queue.compare_reasons_by(reason_key)
+
     def park(self, workload: Workload, reason: ParkReason | str) -> None:
         """The engine could not admit `workload` now; wait for a relevant event (or requeue at once)."""
         if isinstance(reason, str):
@@ -625,9 +641,14 @@ class AdmissionState:
 
     def _tell_deferred(self, queue: PendingQueue, chain: Hashable, reason: ParkReason) -> None:
         """The workloads deferred behind one that parked for quota again: in line, each would be
-        parked with the shape's mark as it came to the head; give them that reason now."""
+        parked with the shape's mark as it came to the head; give them that reason now, unless
+        it is the one they have (compared by the queue's reason key: nothing to walk when every
+        workload of the chain carries it)."""
+        told = queue.reason_key(reason.message)
+        if queue.chain_reason(chain) == told:
+            return
         for key in reversed(queue.deferred(chain)):
-            if queue.parked[key].message != reason.message:
+            if queue.reason_key(queue.parked[key].message) != told:
                 queue.park(key, reason)
                 self.parked_in_cycle.append(key)
 
@@ -645,7 +666,7 @@ class AdmissionState:
             return
         scope = self._scope(event)
         if kind in _QUOTA_EVENTS:
-            self._wake(scope, lambda _k, r: r.kind is ParkKind.QUOTA, quota=True)
+            self._wake(scope, lambda _k, r: r.kind is ParkKind.QUOTA, _QUOTA_KIND, quota=True)
         elif kind in (EventKind.CAPACITY_FREED, EventKind.NODES_CHANGED):
             if not self.wake_placement:
                 return
@@ -656,9 +677,9 @@ class AdmissionState:
                     return False
                 return not flavor or flavor in self.entries[key].flavors
 
-            self._wake(scope, placement)
+            self._wake(scope, placement, _PLACEMENT_KIND)
         elif kind is EventKind.QUEUES_CHANGED:
-            self._wake(scope, lambda _k, r: r.kind is ParkKind.WAITING)
+            self._wake(scope, lambda _k, r: r.kind is ParkKind.WAITING, _WAITING_KIND)
             for entry in list(self.entries.values()):
                 if entry.waiting is not None and entry.state == PENDING and not entry.deactivated:
                     self.submit(entry.workload)
@@ -670,22 +691,24 @@ class AdmissionState:
             return [n.name for n in self.tree.cohorts[event.cohort].root().subtree_cqs()]
         return sorted(self.queues)
 
-    def _wake(self, cluster_queues: Iterable[str], wanted: Any, *, quota: bool = False) -> None:
+    def _wake(
+        self, cluster_queues: Iterable[str], wanted: Any, kinds: frozenset[ParkKind], *, quota: bool = False
+    ) -> None:
         """Requeue parked workloads: with `quota` (quota was freed) every one parked for quota, and
-        of the others those `wanted(key, reason)` selects."""
+        of the others those `wanted(key, reason)` selects (`wanted` selects only these `kinds`:
+        a queue parking none of them otherwise is not walked)."""
         for name in cluster_queues:
             queue = self.queues[name]
             if quota and self._inadmissible[name]:
                 self._setattr_map(name, {})
             # Any order: the heap orders by sort key (unique per workload), not by arrival.
-            for key, reason in queue.parked_otherwise():
-                if wanted(key, reason):
-                    self._touched.add(name)
-                    queue.unpark(key)
-            if quota:
-                for chain, keys in queue.quota_chains():
-                    self._touched.add(name)
-                    queue.wake_chain(chain, keys)
+            if queue.parks_otherwise(kinds):
+                for key, reason in queue.parked_otherwise():
+                    if wanted(key, reason):
+                        self._touched.add(name)
+                        queue.unpark(key)
+            if quota and queue.wake_chains():
+                self._touched.add(name)
             if queue.blocked is not None and wanted(*queue.blocked):
                 queue.unblock()
                 self._touched.add(name)
@@ -716,7 +739,8 @@ class AdmissionState:
                 return False
             return bool(self.entries[key].flavors & flavors)
 
-        self._wake(self._root_names(cluster_queue), relevant, quota=True)
+        kinds = _QUOTA_AND_PLACEMENT if self.wake_placement else _QUOTA_KIND
+        self._wake(self._root_names(cluster_queue), relevant, kinds, quota=True)
 
     # --- reading ------------------------------------------------------------------
 

@@ -614,7 +614,12 @@ class Engine(PodPath, Consolidating, Reserving):
         behind an equivalent workload (`again=False`) is told only when its reason changed."""
         told = self._told
         before = told.get(workload.key)
-        if not again and before is not None and before[0] == reason and before[1] is workload:
+        if (
+            not again
+            and before is not None
+            and before[1] is workload
+            and self._same_reason(before[0], reason)
+        ):
             return
         if len(told) > 1024 and self.admission is not None and len(told) > 2 * len(self.admission.entries):
             entries = self.admission.entries
@@ -622,6 +627,12 @@ class Engine(PodPath, Consolidating, Reserving):
                 del told[key]
         told[workload.key] = (reason, workload)
         decisions.extend(Waiting(p, reason, workload.key) for p in workload.pods)
+
+    def _same_reason(self, told: str, reason: str) -> bool:
+        if told == reason:
+            return True
+        admission = self.admission
+        return admission is not None and admission.reason_key(told) == admission.reason_key(reason)
 
     def _admitted(
         self,

@@ -283,11 +283,17 @@ class Recorder:
         )
         self._log(now, TraceKind.PREEMPTION, pod, reason)
 
-    def waiting(self, pod: str, reason: str, now: float) -> None:
-        current = self._reason_now.get(pod)
+    def reason_key(self, reason: str) -> str:
+        """What the recorder keeps of a reason (`normalise_reason`, worked out once per text): the
+        engine need not tell a pod a reason whose key it was told already."""
         normalised = self._normalised.get(reason)
         if normalised is None:
             normalised = self._normalised[reason] = normalise_reason(reason)
+        return normalised
+
+    def waiting(self, pod: str, reason: str, now: float) -> None:
+        current = self._reason_now.get(pod)
+        normalised = self.reason_key(reason)
         if current is not None and current[0] == normalised:
             return
         self._close_reason(pod, now)

@@ -202,6 +202,10 @@ class Simulation:
     def run(self) -> SimResult:
         began = wallclock.perf_counter()
         queue = self.queue
+        if self.engine.admission is not None and not self.observers:
+            # Only the recorder reads the reasons, and only their normalised text: a backlog is not
+            # told each new count in a quota message. Observers (the dashboard) see every text.
+            self.engine.admission.compare_reasons_by(self.recorder.reason_key)
         for job in self.workload.jobs:
             queue.call_at(job.arrival, EventKind.ARRIVAL, job.key)
         for failure in self.node_events:

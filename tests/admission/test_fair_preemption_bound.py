@@ -1,19 +1,21 @@
 """Shortcuts of fair-sharing preemption that must give the search's answer: the bound that gives up
 before the search (allot.admission.fair_preemption._cannot_fit), the reuse of the flavor
-oracle's search for a whole assignment, and `AdmissionState.fitting`, which tells Fit without
-the oracle."""
+oracle's search for a whole assignment, `AdmissionState.fitting`, which tells Fit without the
+oracle, and searches that move victims only in what they read (`World.reading_only`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from allot.admission import AdmissionConfig, AdmissionState, Mode, fair_preemption
+from allot.admission import AdmissionConfig, AdmissionState, Mode, Workload, fair_preemption
 from allot.admission.preemption import preemption_targets
-from allot.admission.targets import Preemptor
+from allot.admission.targets import Preemptor, World
 from allot.model.kueue_config import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
 from fuzzing import examples
 
@@ -149,17 +151,9 @@ def two_resource_state(draw: Any) -> AdmissionState:
 sized_job = st.tuples(st.sampled_from(QUEUES), st.integers(1, 4), st.integers(0, 3), st.integers(0, 2))
 
 
-@settings(max_examples=examples(300), deadline=None)
-@given(st.data(), st.lists(sized_job, min_size=1, max_size=14), st.lists(sized_job, min_size=1, max_size=6))
-def test_a_whole_assignment_gets_the_targets_a_fresh_search_finds(
-    data: st.DataObject,
-    admitted: list[tuple[str, int, int, int]],
-    asking: list[tuple[str, int, int, int]],
-) -> None:
-    # The engine's search for a whole assignment may reuse the flavor oracle's search for the one
-    # contested resource (allot.admission.preemption.assignment_targets): never with another answer.
-    state = two_resource_state(data.draw)
-    for index, (queue, cpu, memory, priority) in enumerate(admitted):
+def admit_sized(state: AdmissionState, jobs: list[tuple[str, int, int, int]]) -> None:
+    """Admit each (queue, cpu, memory GiB, priority) job that fits now, one after the other."""
+    for index, (queue, cpu, memory, priority) in enumerate(jobs):
         w = workload(
             f"w{index}", f"lq-{queue}", cpu=cpu, memory=f"{memory}Gi", priority=priority, created=index
         )
@@ -167,17 +161,18 @@ def test_a_whole_assignment_gets_the_targets_a_fresh_search_finds(
         assignment = state.assign(w)
         if assignment.mode is Mode.FIT:
             state.admit(w, assignment, float(index))
-    for index, (queue, cpu, memory, priority) in enumerate(asking):
+
+
+def submit_sized(
+    state: AdmissionState, jobs: list[tuple[str, int, int, int]]
+) -> Iterator[tuple[Workload, str, int]]:
+    """Submit each job as a late arrival; yields it with its queue and priority."""
+    for index, (queue, cpu, memory, priority) in enumerate(jobs):
         w = workload(
             f"p{index}", f"lq-{queue}", cpu=cpu, memory=f"{memory}Gi", priority=priority, created=1000.0
         )
         state.submit(w)
-        assignment = state.assign(w)  # runs the oracle, which fills its cache
-        if assignment.mode is not Mode.PREEMPT:
-            continue
-        found = state.preemption_targets(w, assignment)
-        preemptor = Preemptor(w.key, queue, priority, 1000.0, assignment.usage, assignment.needs_preemption())
-        assert found == preemption_targets(state.world, preemptor)
+        yield w, queue, priority
 
 
 def fitting_state(draw: Any) -> AdmissionState:
@@ -233,3 +228,53 @@ def test_fitting_with_one_flavor_does_not_simulate_preemption() -> None:
     with mock.patch.object(fair_preemption, "fair_targets", side_effect=AssertionError("searched")):
         assert state.fitting(w) is None
     assert state.assign(w).mode is Mode.PREEMPT
+
+
+@contextmanager
+def _reading_everything(self: World, preemptor: Preemptor) -> Iterator[None]:
+    yield
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.data(), st.lists(sized_job, min_size=1, max_size=14), st.lists(sized_job, min_size=1, max_size=6))
+def test_searches_for_a_whole_assignment_and_reading_only_what_they_read_find_a_fresh_searchs_targets(
+    data: st.DataObject,
+    admitted: list[tuple[str, int, int, int]],
+    asking: list[tuple[str, int, int, int]],
+) -> None:
+    # Victims leave the tree only in the pairs the preemptor asks for and those borrowed somewhere
+    # (World.reading_only); with lending limits, two resources and one of them never borrowed, the
+    # targets, the oracle's answers and the assignments are those of moving their whole usage.
+    state = two_resource_state(data.draw)
+    admit_sized(state, admitted)
+    for w, queue, priority in submit_sized(state, asking):
+        state.world.oracle_cache.clear()
+        state._assign_cache.clear()
+        assignment = state.assign(w)
+        state.world.oracle_cache.clear()
+        state._assign_cache.clear()
+        with mock.patch.object(World, "reading_only", _reading_everything):
+            moved_everything = state.assign(w)
+        assert (assignment.mode, assignment.borrowing, assignment.message()) == (
+            moved_everything.mode,
+            moved_everything.borrowing,
+            moved_everything.message(),
+        )
+        if assignment.mode is not Mode.PREEMPT:
+            continue
+        whole = Preemptor(w.key, queue, priority, 1000.0, assignment.usage, assignment.needs_preemption())
+        # The engine's search for a whole assignment may reuse the flavor oracle's search for the
+        # one contested resource (allot.admission.preemption.assignment_targets): never with
+        # another answer than a fresh search.
+        state.world.oracle_cache.clear()
+        state._assign_cache.clear()
+        state.assign(w)  # runs the oracle, which fills its cache
+        assert state.preemption_targets(w, assignment) == preemption_targets(state.world, whole)
+        singles = [
+            Preemptor(w.key, queue, priority, 1000.0, {fr: whole.usage[fr]}, frozenset({fr}))
+            for fr in sorted(whole.frs)
+        ]
+        for preemptor in (whole, *singles):
+            found = fair_preemption.fair_targets(state.world, preemptor)
+            with mock.patch.object(World, "reading_only", _reading_everything):
+                assert found == fair_preemption.fair_targets(state.world, preemptor)

@@ -33,7 +33,7 @@ from allot.admission.events import ParkReason
 from allot.admission.flavors import Assignment, Mode
 from allot.admission.ordering import entry_key
 from allot.admission.queues import PendingQueue
-from allot.admission.tournament import Nominee, run_tournament
+from allot.admission.tournament import Nominee, TournamentMemo, run_tournament
 from allot.admission.view import AdmissionView
 from allot.admission.workload import Workload
 
@@ -94,6 +94,7 @@ class _Cycle:
         self.heads: dict[str, str] = {}
         self.nominations: dict[str, Assignment] = {}
         self.winners: dict[str, str | None] = {}
+        self.memo: TournamentMemo = {}
 
     def refresh_heads(self) -> set[str]:
         """Recompute the head of every touched queue; returns the roots whose heads changed."""
@@ -168,6 +169,7 @@ class _Cycle:
                 node,
                 nominees,
                 prioritize_non_borrowing=state.config.fair_sharing_prioritize_non_borrowing,
+                memo=self.memo,
             )
             winners[root] = winner.key if winner is not None else None
         return min(ranks[k] for k in winners.values() if k is not None)[3]

@@ -349,11 +349,11 @@ def _cannot_fit(world: World, preemptor: Preemptor, candidates: list[Admitted]) 
             if len(names) > 1 and id(side) in below:
                 # Bounded by the largest of each ClusterQueue of the side, which is more.
                 most = left_over.setdefault(candidate.cluster_queue, {})
-                for fr, value in candidate.usage.items():
+                for fr, value in world.usage_of(candidate).items():
                     most[fr] = max(most.get(fr, 0), value)
             continue
         total = freed.setdefault(candidate.cluster_queue, {})
-        for fr, value in candidate.usage.items():
+        for fr, value in world.usage_of(candidate).items():
             total[fr] = total.get(fr, 0) + value
     for cq, most in left_over.items():
         total = freed.setdefault(cq, {})
@@ -368,8 +368,15 @@ def _cannot_fit(world: World, preemptor: Preemptor, candidates: list[Admitted]) 
 def fair_targets(world: World, preemptor: Preemptor) -> list[Target] | None:
     """The targets Kueue's fair-sharing preemption picks, or None if the preemptor cannot fit."""
     candidates = find_candidates(world, preemptor)
-    if not candidates or _cannot_fit(world, preemptor, candidates):
+    if not candidates:
         return None
+    with world.reading_only(preemptor):
+        if _cannot_fit(world, preemptor, candidates):
+            return None
+        return _search(world, preemptor, candidates)
+
+
+def _search(world: World, preemptor: Preemptor, candidates: list[Admitted]) -> list[Target] | None:
     node = world.node(preemptor.cluster_queue)
     journal = world.tree.journal
 

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from allot.admission.resources import FlavorResource
 
@@ -34,6 +34,10 @@ class Admitted:
     admitted_at: float
     usage: Mapping[FlavorResource, int]
     evicting: bool = False
+    # `usage` restricted to the pairs a search reads, and those pairs (`World.usage_of`'s cache).
+    restricted: tuple[frozenset[FlavorResource], Mapping[FlavorResource, int]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     def uses_any(self, frs: frozenset[FlavorResource]) -> bool:
         return not self.usage.keys().isdisjoint(frs)

@@ -80,7 +80,8 @@ def oracle_for(world: World, *, key: str, cluster_queue: str, priority: int, ord
             borrow, _ = lowest_subtree_that_fits(node, fr, quantity)
             return (Possibility.NO_CANDIDATES, borrow), targets
         victims = [world.admitted[t.cluster_queue][t.workload_key] for t in targets]
-        with world.tree.journal.transaction():
+        # Only `fr` is read once they are gone.
+        with world.tree.journal.transaction(), world.reading_only(preemptor):
             for victim in victims:
                 world.remove(victim)
             borrow, _ = lowest_subtree_that_fits(node, fr, quantity)

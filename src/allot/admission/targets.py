@@ -8,7 +8,8 @@ the preemptor fits, adding it back. Nothing of the search survives it, so
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from allot.admission.config import AdmissionConfig
@@ -16,7 +17,7 @@ from allot.admission.fair_sharing import ShareCalculator
 from allot.admission.ordering import Admitted, LocalQueueUsage
 from allot.admission.quota import ANY, LOWER_OR_NEWER_EQUAL_PRIORITY, LOWER_PRIORITY, QueuePolicy
 from allot.admission.resources import FlavorResource
-from allot.admission.tree import Node, QuotaTree, available, borrowing_with
+from allot.admission.tree import Node, QuotaTree, available, borrowed_in, borrowing_with
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"
@@ -74,14 +75,43 @@ class World:
         default_factory=dict
     )
 
+    # While a fair-sharing search runs (`reading_only`): the (flavor, resource) pairs it can read.
+    relevant: frozenset[FlavorResource] | None = None
+
     def node(self, cluster_queue: str) -> Node:
         return self.tree.cqs[cluster_queue]
 
+    def usage_of(self, candidate: Admitted) -> Mapping[FlavorResource, int]:
+        """The candidate's usage the running search reads (all of it outside a search)."""
+        relevant = self.relevant
+        if relevant is None:
+            return candidate.usage
+        cached = candidate.restricted
+        if cached is not None and cached[0] == relevant:
+            return cached[1]
+        usage = {fr: value for fr, value in candidate.usage.items() if fr in relevant}
+        candidate.restricted = (relevant, usage)
+        return usage
+
     def remove(self, candidate: Admitted) -> None:
-        self.tree.remove_usage(self.tree.cqs[candidate.cluster_queue], candidate.usage)
+        self.tree.remove_usage(self.tree.cqs[candidate.cluster_queue], self.usage_of(candidate))
 
     def add(self, candidate: Admitted) -> None:
-        self.tree.add_usage(self.tree.cqs[candidate.cluster_queue], candidate.usage)
+        self.tree.add_usage(self.tree.cqs[candidate.cluster_queue], self.usage_of(candidate))
+
+    @contextmanager
+    def reading_only(self, preemptor: Preemptor) -> Iterator[None]:
+        """Inside: victims leave the tree only in what a fair-sharing search for `preemptor` reads,
+        its own (flavor, resource) pairs and those borrowed somewhere in its tree. Shares read only
+        what is borrowed, and removing usage never makes a node borrow, so the rest cannot change
+        a share, a fit or a verdict; leaving it saves most of the search's bookkeeping."""
+        previous = self.relevant
+        root = self.tree.cqs[preemptor.cluster_queue].root()
+        self.relevant = frozenset(preemptor.usage) | borrowed_in(root)
+        try:
+            yield
+        finally:
+            self.relevant = previous
 
 
 def satisfies_policy(policy: str, preemptor: Preemptor, candidate: Admitted) -> bool:

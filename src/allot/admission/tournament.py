@@ -37,14 +37,23 @@ class Nominee:
     usage: Mapping[FlavorResource, int]
 
 
+# Per nominee key: the usage it was judged with, the usage generations of its path, and its DRS
+# at each cohort above its ClusterQueue (a nominee's values read nothing else).
+TournamentMemo = dict[str, tuple[Mapping[FlavorResource, int], tuple[int, ...], list[tuple[int, DRS]]]]
+
+
 def run_tournament(
     shares: ShareCalculator,
     root: Node,
     nominees: Mapping[str, Nominee],
     *,
     prioritize_non_borrowing: bool = True,
+    memo: TournamentMemo | None = None,
 ) -> Nominee | None:
-    """The winning nominee of `root`'s tree; `nominees` maps ClusterQueue name to its head."""
+    """The winning nominee of `root`'s tree; `nominees` maps ClusterQueue name to its head.
+
+    `memo` keeps each nominee's values between tournaments: a replay after one admission works
+    out again only the nominees whose path's usage changed."""
     if root.is_cq:
         return nominees.get(root.name)
     values: dict[tuple[int, str], DRS] = {}
@@ -52,14 +61,31 @@ def run_tournament(
         nominee = nominees.get(cq.name)
         if nominee is None:
             continue
-        # DRS of each node on the path with the nominee admitted (computed, not applied).
-        added = {id(node): extra for node, extra in bubbled(cq, nominee.usage)}
-        drs = shares.share(cq, added.get(id(cq)))
-        for ancestor in cq.ancestors():
-            values[(id(ancestor), nominee.key)] = drs
-            drs = shares.share(ancestor, added.get(id(ancestor)))
+        path = [cq, *cq.ancestors()]
+        generations = tuple(node.usage_generation for node in path)
+        known = memo.get(nominee.key) if memo is not None else None
+        if known is not None and known[0] is nominee.usage and known[1] == generations:
+            levels = known[2]
+        else:
+            levels = _levels(shares, cq, nominee)
+            if memo is not None:
+                memo[nominee.key] = (nominee.usage, generations, levels)
+        for level, drs in levels:
+            values[(level, nominee.key)] = drs
     less = _comparer(values, prioritize_non_borrowing)
     return _play(root, nominees, less)
+
+
+def _levels(shares: ShareCalculator, cq: Node, nominee: Nominee) -> list[tuple[int, DRS]]:
+    """For each cohort above `cq`, the DRS of its child on the path with the nominee admitted
+    (computed, not applied)."""
+    added = {id(node): extra for node, extra in bubbled(cq, nominee.usage)}
+    levels: list[tuple[int, DRS]] = []
+    child = cq
+    for ancestor in cq.ancestors():
+        levels.append((id(ancestor), shares.share(child, added.get(id(child)))))
+        child = ancestor
+    return levels
 
 
 def _comparer(

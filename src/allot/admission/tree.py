@@ -155,6 +155,22 @@ def fits_in_quota(node: Node, requests: Mapping[FlavorResource, int]) -> tuple[b
     return fits, remaining
 
 
+def borrowed_in(root: Node) -> frozenset[FlavorResource]:
+    """The (flavor, resource) pairs some node of `root`'s tree uses beyond its subtree's quota
+    (what a share, `ShareCalculator`, reads: nothing else counts towards one)."""
+    found: set[FlavorResource] = set()
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        usage = node.usage
+        for fr, quota in node.subtree_quota.items():
+            if usage.get(fr, 0) > quota:
+                found.add(fr)
+        pending.extend(node.child_cohorts)
+        pending.extend(node.child_cqs)
+    return frozenset(found)
+
+
 def bubbled(cq: Node, usage: Mapping[FlavorResource, int]) -> list[tuple[Node, dict[FlavorResource, int]]]:
     """What adding `usage` to `cq` would add at `cq` and at each ancestor, without adding it.
 

@@ -8,8 +8,9 @@ import pytest
 
 from allot.admission import DRS, AdmissionConfig, compare_drs
 from allot.admission.fair_sharing import MAX_INT64
+from allot.admission.tournament import Nominee, TournamentMemo, run_tournament
 
-from .builders import CQ, CohortB, admit_all, make_state, workload
+from .builders import CQ, CohortB, admit_all, make_state, units, workload
 
 FAIR = AdmissionConfig(fair_sharing=True)
 GPU = "nvidia.com/gpu"
@@ -203,3 +204,26 @@ def test_equal_shares_break_ties_by_priority_then_time_then_key() -> None:
     state.submit(workload("mid", "lq-d", created=3, priority=1, cpu=1))
     first = next(iter(state.candidates(0)))
     assert first.workload.key == "ns/high"
+
+
+def test_a_tournament_replayed_with_its_memo_reads_again_a_queue_whose_usage_changed() -> None:
+    state = make_state(
+        CQ("a").cohort("c").quota("default", cpu=0),
+        CQ("b").cohort("c").quota("default", cpu=0),
+        cohorts=(CohortB("c").quota("default", cpu=10),),
+        config=FAIR,
+    )
+    root = state.tree.cohorts["c"]
+    nominees = {
+        "a": Nominee("ns/a", 0, 0.0, {("default", "cpu"): units("cpu", 2)}),
+        "b": Nominee("ns/b", 0, 1.0, {("default", "cpu"): units("cpu", 3)}),
+    }
+    memo: TournamentMemo = {}
+    first = run_tournament(state.shares, root, nominees, memo=memo)
+    assert first is not None and first.key == "ns/a"
+    # a's queue now holds 4 cpu: with its nominee it would borrow 6 of 10, b only 3.
+    state.tree.add_usage(state.tree.cqs["a"], {("default", "cpu"): units("cpu", 4)})
+    replayed = run_tournament(state.shares, root, nominees, memo=memo)
+    fresh = run_tournament(state.shares, root, nominees)
+    assert replayed is not None and fresh is not None
+    assert replayed.key == fresh.key == "ns/b"

@@ -51,7 +51,7 @@ from allot.admission.flavors import (
 )
 from allot.admission.jobs import restore_admitted_jobs
 from allot.admission.ordering import Admitted
-from allot.admission.preemption import assignment_targets, oracle_for
+from allot.admission.preemption import assignment_targets, oracle_for, timestamp_matters
 from allot.admission.queues import PendingQueue, ReasonKey, SortKey, exact_reason
 from allot.admission.quota import QueuePolicy, build_quota
 from allot.admission.resources import FlavorResource, Usage, format_amount
@@ -141,6 +141,8 @@ class AdmissionState:
         self._assign_cache: dict[str, tuple[int, Workload, Assignment]] = {}
         # Assignments found without the preemption oracle that did not fit (see `fitting`).
         self._no_preemption_cache: dict[str, tuple[int, Workload, Assignment]] = {}
+        # The same for equivalent workloads (see `_assignment`).
+        self._assign_by_shape: dict[tuple[object, ...], tuple[int, Assignment]] = {}
         self._backoff: list[tuple[float, str]] = []
         # Whether releases and capacity events wake workloads parked for placement here; an engine
         # that judges those itself with queueing hints turns it off and calls `requeue`.
@@ -424,6 +426,22 @@ class AdmissionState:
                 and (cached[1] is entry.workload or cached[1] == entry.workload)
             ):
                 return cached[2]
+        shape_key: tuple[object, ...] | None = None
+        if preemption:
+            # Equivalent workloads (Kueue's equivalence, pod-set names, and the timestamp where the
+            # victims depend on it) get one assignment per generation: a deep line of them offered
+            # in turn costs one assignment, not one each.
+            workload = entry.workload
+            shape_key = (
+                cq,
+                entry.equivalence(),
+                tuple(ps.name for ps in workload.pod_sets),
+                entry.order_time if timestamp_matters(policy) else None,
+            )
+            shared = self._assign_by_shape.get(shape_key)
+            if shared is not None and shared[0] == generation:
+                self._remember_assignment(self._assign_cache, key, generation, workload, shared[1])
+                return shared[1]
         oracle = (
             oracle_for(
                 self.world,
@@ -444,10 +462,24 @@ class AdmissionState:
         )
         assignment = assigner.assign(entry.workload)
         cache = self._assign_cache if preemption or assignment.mode is Mode.FIT else self._no_preemption_cache
+        self._remember_assignment(cache, key, generation, entry.workload, assignment)
+        if shape_key is not None:
+            if len(self._assign_by_shape) > 4096:
+                self._assign_by_shape.clear()
+            self._assign_by_shape[shape_key] = (generation, assignment)
+        return assignment
+
+    @staticmethod
+    def _remember_assignment(
+        cache: dict[str, tuple[int, Workload, Assignment]],
+        key: str,
+        generation: int,
+        workload: Workload,
+        assignment: Assignment,
+    ) -> None:
         if len(cache) > 4096:
             cache.clear()
-        cache[key] = (generation, entry.workload, assignment)
-        return assignment
+        cache[key] = (generation, workload, assignment)
 
     def preemption_targets(self, workload: Workload, assignment: Assignment) -> list[Target] | None:
         """Victims that make room for `workload` in its Preempt-mode flavors; None if none can."""

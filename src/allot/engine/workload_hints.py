@@ -85,6 +85,8 @@ class _Wait:
     generation: int
     line: Line
     place: SortKey
+    # Where it stands in its group (`_groups`: order time, key).
+    order_time: float = 0.0
     # Its pods can be kept from a node by pods elsewhere: pod and node events anywhere wake it.
     anywhere: bool = False
 
@@ -185,6 +187,7 @@ class PlacementWaits:
             generation=self.admission.tree.generation,
             line=line,
             place=place,
+            order_time=entry.order_time,
             anywhere=any(self.depends_on_others(p) for p in probes),
         )
         if group is None:
@@ -206,7 +209,9 @@ class PlacementWaits:
         if wait.group is None:
             return
         members = self._groups.get(wait.group, [])
-        members[:] = [m for m in members if m[1] != key]
+        at = bisect.bisect_left(members, (wait.order_time, key))
+        if at < len(members) and members[at] == (wait.order_time, key):
+            del members[at]
         if not members:
             self._groups.pop(wait.group, None)
             self._reasons.pop(wait.group, None)

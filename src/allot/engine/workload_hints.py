@@ -131,6 +131,8 @@ class PlacementWaits:
         self._lines: dict[Line, list[tuple[SortKey, str]]] = {}
         # Workloads parked since the cycle began: already offered in this cycle.
         self._offered: set[str] = set()
+        # How many waiting workloads have pods other pods can keep from a node (`_Wait.anywhere`).
+        self._anywhere = 0
         admission.wake_placement = False
 
     def __len__(self) -> int:
@@ -190,6 +192,8 @@ class PlacementWaits:
             order_time=entry.order_time,
             anywhere=any(self.depends_on_others(p) for p in probes),
         )
+        if self._waits[key].anywhere:
+            self._anywhere += 1
         if group is None:
             self._solo.add(key)
         else:
@@ -202,6 +206,8 @@ class PlacementWaits:
         self._solo.discard(key)
         if wait is None:
             return
+        if wait.anywhere:
+            self._anywhere -= 1
         waiting = self._lines[wait.line]
         del waiting[bisect.bisect_left(waiting, (wait.place, key))]
         if not waiting:
@@ -248,7 +254,7 @@ class PlacementWaits:
         if not self._waits:
             return
         helpful = [e for e in events if e.kind in _HELPFUL]
-        moved = any(e.kind in _ANYWHERE for e in events) and any(w.anywhere for w in self._waits.values())
+        moved = self._anywhere > 0 and any(e.kind in _ANYWHERE for e in events)
         generation = self.admission.tree.generation
         if not helpful and not moved and generation == self._generation:
             return

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from allot.admission import ParkKind, ParkReason
-from allot.admission.queues import MIXED, PendingQueue
+from allot.admission.queues import MIXED, PendingQueue, exact_reason
 from allot.cluster.journal import Journal
 
 from .builders import CQ, admit_all, make_state, workload
@@ -39,6 +39,7 @@ operation = st.one_of(
     ),
     st.tuples(st.just("unpark"), st.sampled_from(KEYS)),
     st.tuples(st.just("wake")),
+    st.tuples(st.just("rekey"), st.booleans()),
     st.tuples(st.just("begin")),
     st.tuples(st.just("end"), st.booleans()),
 )
@@ -78,16 +79,21 @@ def _without_digits(message: str) -> str:
 
 
 def _check_counts(queue: PendingQueue) -> None:
-    """Each chain's reason and the kinds parked otherwise, as a walk of the parked finds them."""
-    keys: dict[object, set[object]] = {}
-    kinds = set()
+    """Each chain's reasons and the kinds parked otherwise, counted as a walk of the parked counts
+    them; and what the queue answers from those counts."""
+    chains: dict[object, dict[object, int]] = {}
+    kinds: dict[object, int] = {}
     for key, reason in queue.parked.items():
         if reason.kind is ParkKind.QUOTA and not queue.strict:
-            keys.setdefault(queue._chain_of.get(key), set()).add(queue.reason_key(reason.message))
+            counts = chains.setdefault(queue._chain_of.get(key), {})
+            reason_key = queue.reason_key(reason.message)
+            counts[reason_key] = counts.get(reason_key, 0) + 1
         else:
-            kinds.add(reason.kind)
-    for chain in {*keys, *queue._chain_of.values()}:
-        found = keys.get(chain, set())
+            kinds[reason.kind] = kinds.get(reason.kind, 0) + 1
+    assert queue._chain_reasons == chains
+    assert {kind: n for kind, n in queue._otherwise_kinds.items() if n} == kinds
+    for chain in {*chains, *queue._chain_of.values()}:
+        found = chains.get(chain, {})
         expected = None if not found else (next(iter(found)) if len(found) == 1 else MIXED)
         assert queue.chain_reason(chain) is expected or queue.chain_reason(chain) == expected
     for kind in ParkKind:
@@ -115,6 +121,8 @@ def test_indexes_list_every_pending_workload_in_order(operations, by_local_queue
             queue.unpark(op[1])
         elif op[0] == "wake":
             queue.wake_chains()
+        elif op[0] == "rekey" and not open_transactions:
+            queue.compare_reasons_by(_without_digits if op[1] else exact_reason)
         elif op[0] == "begin":
             open_transactions.append(journal.begin())
         elif op[0] == "end" and open_transactions:
@@ -140,3 +148,18 @@ def test_pending_in_order_follows_priority_then_time_across_shapes_and_parking()
     pending = pending_in_order(state, "q")
     assert "ns/old-big" in pending and "ns/urgent" not in pending
     assert pending == [k for k in before if k in pending]
+
+
+def test_reasons_compared_anew_are_counted_once() -> None:
+    queue = PendingQueue("q", strict=False, by_local_queue=False, journal=Journal())
+    for index, key in enumerate(("a", "b", "c")):
+        queue.push(key, "lq", (0, float(index), key), "g", "chain")
+    queue.park("a", ParkReason.placement("no node"))
+    queue.park("b", ParkReason.quota("no room, 1 more needed"))
+    queue.park("c", ParkReason.quota("no room, 2 more needed"))
+    assert queue.chain_reason("chain") is MIXED
+    queue.compare_reasons_by(_without_digits)
+    _check_counts(queue)
+    assert queue.chain_reason("chain") == "no room,  more needed"
+    queue.unpark("a")
+    assert not queue.parks_otherwise(frozenset({ParkKind.PLACEMENT}))

@@ -101,6 +101,7 @@ class PendingQueue:
         """Compare reasons by `reason_key` from now on (the counts are taken again)."""
         self.reason_key = reason_key
         self._chain_reasons = {}
+        self._otherwise_kinds = {}
         for key in self.parked:
             self._tag(self._place(key), 1)
 

@@ -16,7 +16,7 @@ from allot.model.core import Pod, Taint, Toleration
 from allot.model.loader import load_text
 from builders import node, pod
 
-from .counting import calls, tried_pods
+from .counting import looked_at, tried_pods
 from .test_engine_kueue import QUEUES, node_yaml, pod_yaml
 
 
@@ -280,5 +280,5 @@ def test_equivalent_preempting_workloads_wait_as_one() -> None:
     # A low pod finishing frees a node: the group's first member is looked at again, and alone.
     engine.workload_finished("default/low0", 2.0)
     engine.state.remove_pod("default/low0")
-    looked = calls(engine, "fits_on")
+    looked = looked_at(engine)
     assert engine.cycle(2.0).bound == [] and set(looked) == {"default/high0"}

@@ -6,6 +6,7 @@ import pytest
 
 from allot.cluster.state import ClusterState
 from allot.model.core import Pod
+from allot.scheduling.hints import Hints
 from allot.scheduling.packing.occupancy import GpuOccupancy
 from allot.scheduling.plugins.gpu_packing import GpuPacking
 from allot.scheduling.profile import Profile, allot_profile
@@ -122,3 +123,25 @@ def test_whole_room_bounds_what_a_pod_could_get_or_says_it_cannot_tell() -> None
 def test_bad_arguments_are_refused(args: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         GpuPacking.from_args(args)
+
+
+def test_a_count_of_whole_gpus_rules_a_node_out_only_where_the_pods_leaving_could_not_free_enough() -> None:
+    # n1 has 6 GPUs, 4 held by `holder`; a pending pod wants 4.
+    state = ClusterState(
+        nodes=[node("n1", cpu="64")],
+        slices=[gpu_slice("n1", 6)],
+        classes=[device_class()],
+        templates=[ONE, FOUR],
+        pods=[pod("holder", claims={"gpu": "four"}), pod("wants", claims={"gpu": "four"})],
+    )
+    scheduler = Scheduler(state, {"default-scheduler": allot_profile()})
+    assert isinstance(scheduler.schedule("default/holder"), Placement)
+    occupancy = GpuOccupancy(state)
+    hints = Hints(scheduler, lambda: occupancy)
+    assert hints.short_of_gpus("default/wants", 0)  # 2 left now
+    assert not hints.short_of_gpus("default/wants", 0, ["default/holder"])  # 6 once it is gone
+    assert occupancy.held(state.pods["default/holder"]) == 4
+    # What the count allows, the filters confirm once the holder is off the node.
+    with state.journal.transaction():
+        state.unbind("default/holder")
+        assert not hints.short_of_gpus("default/wants", 0) and scheduler.fits_on("default/wants", 0)

@@ -585,13 +585,27 @@ class Engine(PodPath, Consolidating, Reserving):
         (only the pods on those nodes are taken off: a pod's fit on a node depends on that node alone
         for the workloads this is asked about)."""
         asked = set(nodes)
+        leaving: dict[int, list[str]] = {}
+        for victim in victims:
+            for pod_key in self._pods_of_workload(victim):
+                info = self.state.pods.get(pod_key)
+                if info is not None and info.node in asked:
+                    leaving.setdefault(info.node, []).append(pod_key)
+        # A count of whole GPUs, with every GPU of the leaving pods freed, rules most nodes out
+        # before anything is taken off them or a filter runs.
+        hints = self._hints
+        hopeful = [n for n in nodes if any(not hints.short_of_gpus(p, n, leaving.get(n, ())) for p in probes)]
+        if not hopeful:
+            return False
         with self.state.journal.transaction():
-            for victim in victims:
-                for pod_key in self._pods_of_workload(victim):
-                    info = self.state.pods.get(pod_key)
-                    if info is not None and info.node in asked:
-                        self.state.unbind(pod_key)
-            return any(self.scheduler.fits_on(p, n) for p in probes for n in nodes)
+            for index in hopeful:
+                for pod_key in leaving.get(index, ()):
+                    self.state.unbind(pod_key)
+            return any(
+                not hints.short_of_gpus(p, n) and self.scheduler.fits_on(p, n)
+                for p in probes
+                for n in hopeful
+            )
 
     def _report_parked_in_cycle(self, decisions: list[Decision]) -> None:
         """Waiting decisions for the workloads the admission cycle parked without offering them,

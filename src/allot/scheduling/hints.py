@@ -248,9 +248,19 @@ class Hints:
             count += 1
         return count
 
-    def _short_of_gpus(self, info: PodInfo, index: int) -> bool:
-        """Whether the node has fewer whole GPUs left than the pod asks for (False when unknown): a
-        count, cheaper than the filters that would say the same."""
+    def short_of_gpus(self, pod_key: str, index: int, leaving: Iterable[str] = ()) -> bool:
+        """Whether node `index` has fewer whole GPUs left than the pending pod asks for, even with
+        every GPU of the bound pods `leaving` freed (False when the count cannot tell): then the pod
+        does not fit there, now or once they are gone."""
+        state = self.state
+        info = state.pods.get(pod_key)
+        if info is None or index >= state.nodes.size:
+            return False
+        return self._short_of_gpus(info, index, [p for p in map(state.pods.get, leaving) if p is not None])
+
+    def _short_of_gpus(self, info: PodInfo, index: int, leaving: Iterable[PodInfo] = ()) -> bool:
+        """Whether the node has fewer whole GPUs left than the pod asks for, with those of `leaving`
+        freed (False when unknown): a count, cheaper than the filters that would say the same."""
         if self._occupancy is None:
             return False
         occupancy = self._occupancy()
@@ -258,7 +268,9 @@ class Hints:
         if not requests[0]:
             return False
         room = occupancy.whole_room(info, index, requests)
-        return room is not None and room < requests[0]
+        if room is None:
+            return False
+        return room + sum(occupancy.held(bound) for bound in leaving) < requests[0]
 
 
 def depends_on_other_nodes(scheduler: Scheduler, pod_key: str) -> bool:

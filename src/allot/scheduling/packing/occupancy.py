@@ -219,6 +219,21 @@ class GpuOccupancy:
             return None
         return self.untouched(index)
 
+    def held(self, info: PodInfo) -> int:
+        """At least as many GPUs as the bound pod would leave untouched if it went: the GPU devices
+        its claims hold (read after `whole_room` on its node, which learns that node's GPUs) and
+        its `nvidia.com/gpu`."""
+        count = int(info.requests.get(PLUGIN_GPU_RESOURCE, 0))
+        node_of = self._node_of
+        for claim in self.state.pod_claims(info):
+            allocation = claim.status.allocation
+            if allocation is None:
+                continue
+            for result in allocation.devices.results:
+                if DeviceId(result.driver, result.pool, result.device) in node_of:
+                    count += 1
+        return count
+
     def _dra_backed_plugin(self) -> bool:
         return any(c.spec.extended_resource_name == PLUGIN_GPU_RESOURCE for c in self.state.classes.values())
 

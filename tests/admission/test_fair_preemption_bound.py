@@ -120,6 +120,10 @@ def test_the_bound_never_turns_down_a_preemption_the_search_finds(
         preemptor = preemptor_for(state, f"p{index}", queue, cpu, priority)
         if preemptor is None:
             continue
+        # The candidates kept for the generation are those a fresh walk finds.
+        assert fair_preemption.find_candidates(state.world, preemptor) == fair_preemption._find_candidates(
+            state.world, preemptor
+        )
         with_bound = fair_preemption.fair_targets(state.world, preemptor)
         with mock.patch.object(fair_preemption, "_cannot_fit", return_value=False):
             searched = fair_preemption.fair_targets(state.world, preemptor)

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 
 from allot.admission.fair_sharing import DRS, NEGATIVE_DRS, compare_drs
 from allot.admission.ordering import Admitted, candidate_key
-from allot.admission.quota import NEVER
+from allot.admission.quota import LOWER_OR_NEWER_EQUAL_PRIORITY, NEVER
 from allot.admission.resources import FlavorResource
 from allot.admission.targets import (
     IN_CLUSTER_QUEUE,
@@ -74,6 +74,33 @@ def _borrowing_in(node: Node, frs: frozenset[tuple[str, str]]) -> bool:
 
 
 def find_candidates(world: World, preemptor: Preemptor) -> list[Admitted]:
+    """The candidates in victim order (the same list for every preemptor alike at one usage
+    generation: callers only read it)."""
+    if preemptor.cluster_queue in world.ordered_by_time:
+        return _find_candidates(world, preemptor)
+    policy = world.policies[preemptor.cluster_queue].preemption
+    stamp = (
+        preemptor.order_time
+        if LOWER_OR_NEWER_EQUAL_PRIORITY
+        in (
+            policy.within_cluster_queue,
+            policy.reclaim_within_cohort,
+        )
+        else None
+    )
+    key = (preemptor.cluster_queue, preemptor.priority, stamp, preemptor.frs)
+    generation = world.tree.generation
+    cached = world.candidates_cache.get(key)
+    if cached is not None and cached[0] == generation:
+        return cached[1]
+    found = _find_candidates(world, preemptor)
+    if len(world.candidates_cache) > 1024:
+        world.candidates_cache.clear()
+    world.candidates_cache[key] = (generation, found)
+    return found
+
+
+def _find_candidates(world: World, preemptor: Preemptor) -> list[Admitted]:
     node = world.node(preemptor.cluster_queue)
     policy = world.policies[preemptor.cluster_queue].preemption
     found: list[Admitted] = []

@@ -159,6 +159,11 @@ class AdmissionState:
             shares=self.shares,
             config=self.config,
             lq_usage=self._lq_usage,
+            ordered_by_time=frozenset(
+                name for name, policy in self.policies.items() if policy.admission_fair_sharing
+            )
+            if self.afs is not None
+            else frozenset(),
         )
 
     @classmethod

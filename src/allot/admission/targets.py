@@ -77,6 +77,11 @@ class World:
 
     # While a fair-sharing search runs (`reading_only`): the (flavor, resource) pairs it can read.
     relevant: frozenset[FlavorResource] | None = None
+    # Fair-sharing candidates by (queue, priority, timestamp where it matters, pairs), valid while
+    # the usage generation is unchanged; not kept for the queues in `ordered_by_time`, whose
+    # candidates are ordered by LocalQueue usage that changes with time (admission fair sharing).
+    candidates_cache: dict[tuple[object, ...], tuple[int, list[Admitted]]] = field(default_factory=dict)
+    ordered_by_time: frozenset[str] = frozenset()
 
     def node(self, cluster_queue: str) -> Node:
         return self.tree.cqs[cluster_queue]

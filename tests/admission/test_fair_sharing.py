@@ -152,13 +152,18 @@ def test_kep_300_gpus_two_cohorts_and_weights_1_1_3() -> None:
     assert (used["d"], used["e"]) == (75, 75)
 
 
-def test_tournament_prefers_lower_share_after_admission_then_priority() -> None:
-    state = make_state(
+def two_borrowers():  # type: ignore[no-untyped-def]
+    """Queues a and b owning nothing, in a cohort that holds 10 cpu."""
+    return make_state(
         CQ("a").cohort("c").quota("default", cpu=0),
         CQ("b").cohort("c").quota("default", cpu=0),
         cohorts=(CohortB("c").quota("default", cpu=10),),
         config=FAIR,
     )
+
+
+def test_tournament_prefers_lower_share_after_admission_then_priority() -> None:
+    state = two_borrowers()
     state.submit(workload("a-big", "lq-a", created=0, cpu=4))
     state.submit(workload("b-small", "lq-b", created=1, cpu=1))
     # After admission: a would borrow 4/10, b 1/10 => b first although a is older.
@@ -207,12 +212,7 @@ def test_equal_shares_break_ties_by_priority_then_time_then_key() -> None:
 
 
 def test_a_tournament_replayed_with_its_memo_reads_again_a_queue_whose_usage_changed() -> None:
-    state = make_state(
-        CQ("a").cohort("c").quota("default", cpu=0),
-        CQ("b").cohort("c").quota("default", cpu=0),
-        cohorts=(CohortB("c").quota("default", cpu=10),),
-        config=FAIR,
-    )
+    state = two_borrowers()
     root = state.tree.cohorts["c"]
     nominees = {
         "a": Nominee("ns/a", 0, 0.0, {("default", "cpu"): units("cpu", 2)}),

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 
 from allot.admission.fair_sharing import DRS, NEGATIVE_DRS, compare_drs
 from allot.admission.ordering import Admitted, candidate_key
-from allot.admission.quota import LOWER_OR_NEWER_EQUAL_PRIORITY, NEVER
+from allot.admission.quota import NEVER
 from allot.admission.resources import FlavorResource
 from allot.admission.targets import (
     IN_CLUSTER_QUEUE,
@@ -49,6 +49,7 @@ from allot.admission.targets import (
     as_targets,
     fill_back,
     satisfies_policy,
+    timestamp_matters,
     workload_fits,
 )
 from allot.admission.tree import Node, borrowing_with, bubbled, drop_at
@@ -78,16 +79,7 @@ def find_candidates(world: World, preemptor: Preemptor) -> list[Admitted]:
     generation: callers only read it)."""
     if preemptor.cluster_queue in world.ordered_by_time:
         return _find_candidates(world, preemptor)
-    policy = world.policies[preemptor.cluster_queue].preemption
-    stamp = (
-        preemptor.order_time
-        if LOWER_OR_NEWER_EQUAL_PRIORITY
-        in (
-            policy.within_cluster_queue,
-            policy.reclaim_within_cohort,
-        )
-        else None
-    )
+    stamp = preemptor.order_time if timestamp_matters(world.policies[preemptor.cluster_queue]) else None
     key = (preemptor.cluster_queue, preemptor.priority, stamp, preemptor.frs)
     generation = world.tree.generation
     cached = world.candidates_cache.get(key)

@@ -16,9 +16,8 @@ from types import MappingProxyType
 from allot.admission.classical import classical_targets
 from allot.admission.fair_preemption import fair_targets
 from allot.admission.flavors import Oracle, Possibility
-from allot.admission.quota import LOWER_OR_NEWER_EQUAL_PRIORITY, QueuePolicy
 from allot.admission.resources import FlavorResource
-from allot.admission.targets import Preemptor, Target, World
+from allot.admission.targets import Preemptor, Target, World, timestamp_matters
 from allot.admission.tree import available, bubbled, lowest_subtree_that_fits
 
 
@@ -29,17 +28,6 @@ def preemption_targets(world: World, preemptor: Preemptor) -> list[Target] | Non
     if world.config.fair_sharing:
         return fair_targets(world, preemptor)
     return classical_targets(world, preemptor)
-
-
-def timestamp_matters(policy: QueuePolicy) -> bool:
-    """Whether a preemptor's timestamp can change its victims in this ClusterQueue: only where an
-    equal-priority newer workload may be preempted (LowerOrNewerEqualPriority). Elsewhere the
-    victims depend on the preemptor only through its queue, priority and usage."""
-    preemption = policy.preemption
-    return LOWER_OR_NEWER_EQUAL_PRIORITY in (
-        preemption.within_cluster_queue,
-        preemption.reclaim_within_cohort,
-    )
 
 
 def _oracle_key(

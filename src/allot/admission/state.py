@@ -51,13 +51,13 @@ from allot.admission.flavors import (
 )
 from allot.admission.jobs import restore_admitted_jobs
 from allot.admission.ordering import Admitted
-from allot.admission.preemption import assignment_targets, oracle_for, timestamp_matters
+from allot.admission.preemption import assignment_targets, oracle_for
 from allot.admission.queues import PendingQueue, ReasonKey, SortKey, exact_reason
 from allot.admission.quota import QueuePolicy, build_quota
 from allot.admission.resources import FlavorResource, Usage, format_amount
 from allot.admission.running import restore_running, restore_running_pods
 from allot.admission.status import AdmissionStatus, admission_status
-from allot.admission.targets import Preemptor, Target, World
+from allot.admission.targets import Preemptor, Target, World, timestamp_matters
 from allot.admission.tree import Node, available
 from allot.admission.workload import Workload, WorkloadBuilder
 from allot.cluster.journal import Journal

@@ -119,6 +119,17 @@ class World:
             self.relevant = previous
 
 
+def timestamp_matters(policy: QueuePolicy) -> bool:
+    """Whether a preemptor's timestamp can change its victims in this ClusterQueue: only where an
+    equal-priority newer workload may be preempted (LowerOrNewerEqualPriority). Elsewhere the
+    victims depend on the preemptor only through its queue, priority and usage."""
+    preemption = policy.preemption
+    return LOWER_OR_NEWER_EQUAL_PRIORITY in (
+        preemption.within_cluster_queue,
+        preemption.reclaim_within_cohort,
+    )
+
+
 def satisfies_policy(policy: str, preemptor: Preemptor, candidate: Admitted) -> bool:
     """Kueue's SatisfiesPreemptionPolicy for withinClusterQueue / reclaimWithinCohort values."""
     if policy == LOWER_PRIORITY:

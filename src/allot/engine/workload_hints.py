@@ -56,9 +56,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from allot.admission.flavors import Assignment, Mode
-from allot.admission.preemption import timestamp_matters
 from allot.admission.queues import SortKey
 from allot.admission.state import AdmissionState
+from allot.admission.targets import timestamp_matters
 from allot.cluster.events import NODE_EVENTS, NODE_LOCAL, POD_EVENTS, ClusterEvent, ClusterEventKind
 
 # Kinds that can give a placement-parked workload room: the rest (binds, arrivals) cannot.

@@ -167,6 +167,47 @@ def test_preempt_for_devices_false_never_preempts_for_devices_as_kube_scheduler(
     )
 
 
+def _high_short_of_cpu_where_low_holds_the_gpu(
+    profile: Profile | None = None,
+) -> tuple[Scheduler, Unschedulable]:
+    """As above, but the node also lacks CPU for both: the pod fails on CPU (a reason preemption can
+    resolve in kube-scheduler too), and only the device tells the two behaviours apart."""
+    template = claim_template("one-gpu", claim_spec(("gpu", "gpu.example.com", 1)))
+    state = ClusterState(
+        nodes=[node("n1", cpu="4")],
+        slices=[gpu_slice("n1", 1)],
+        classes=[device_class()],
+        templates=[template],
+        pods=[pod("low", cpu="3", claims={"gpu": "one-gpu"}, priority=1)],
+    )
+    scheduler = Scheduler(state, {profile.scheduler_name: profile} if profile else None)
+    assert isinstance(scheduler.schedule("default/low"), Placement)
+    state.add_pod(pod("high", cpu="3", claims={"gpu": "one-gpu"}, priority=10))
+    failure = scheduler.place("default/high")
+    assert isinstance(failure, Unschedulable)
+    assert failure.message == "0/1 nodes are available: 1 Insufficient cpu."
+    return scheduler, failure
+
+
+def test_preemption_counts_a_victims_devices_as_freed_on_a_node_short_of_cpu() -> None:
+    scheduler, failure = _high_short_of_cpu_where_low_holds_the_gpu()
+    choice = Preemptor(scheduler).preempt("default/high", failure)
+    assert choice is not None and choice.victims == ("default/low",)
+
+
+def test_preempt_for_devices_false_keeps_a_victims_devices_allocated_in_the_dry_run() -> None:
+    # kube-scheduler v1.36's DRA plugin does not see the dry run's removals: the victim frees its
+    # CPU but not its GPU there, so the node is no candidate and the pod waits.
+    profile = Profile(plugin_args={"DynamicResources": {"preemptForDevices": False}})
+    scheduler, failure = _high_short_of_cpu_where_low_holds_the_gpu(profile)
+    attempt = Preemptor(scheduler).attempt("default/high", failure)
+    assert attempt.candidate is None
+    assert attempt.message == "preemption: 0/1 nodes are available: 1 cannot allocate all claims."
+    # The dry run changed nothing: the victim still runs and holds its GPU.
+    state = scheduler.state
+    assert state.pods["default/low"].bound and check(state) == []
+
+
 def test_a_victim_in_a_gang_takes_its_whole_gang_with_it() -> None:
     annotations = {"kueue.x-k8s.io/pod-group-total-count": "2"}
     state = ClusterState(

@@ -28,7 +28,11 @@ A victim that belongs to a gang takes its whole gang with it (a gang is
 never left partly running), and the candidate is ranked with all of them.
 Only the chosen node's victims are evicted; everything tried elsewhere is
 rolled back. Unlike kube-scheduler (whose DRA plugin reports device
-shortage as unresolvable), nodes short of devices are candidates too.
+shortage as unresolvable), nodes short of devices are candidates too, and
+a victim's devices count as freed. With `preemptForDevices: false`
+(DynamicResources' argument) both are as in kube-scheduler v1.36: device
+shortage is unresolvable, and in the dry run the victims leave their node
+but their claims stay allocated, so no victim is taken for its devices.
 """
 
 from __future__ import annotations
@@ -165,6 +169,12 @@ class Preemptor:
             captured = {p.key: self._captured(p) for p in lower}
             for victim in lower:
                 state.unbind(victim.key)
+            if not self.scheduler.preemption_frees_devices(pod.key):
+                # kube-scheduler's view: the victims leave the node, their devices stay allocated.
+                for allocations in captured.values():
+                    for claim_key, allocation in allocations.items():
+                        if state.claims[claim_key].status.allocation is None:
+                            state.allocate_claim(claim_key, allocation)
             failure = self._failure_on(pod.key, index)
             if failure is not None:
                 return failure.reasons or (NOT_HELPFUL,)

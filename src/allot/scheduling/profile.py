@@ -101,6 +101,14 @@ class Profile:
     # DynamicResources enabled at postFilter: its account opens the post-filter message.
     claims_post_filter: bool = True
 
+    @property
+    def preempts_for_devices(self) -> bool:
+        """allot's device preemption (default): nodes short of devices are preemption candidates and
+        a victim's devices count as freed in the dry run. `DynamicResources: {preemptForDevices:
+        false}` turns both off, as kube-scheduler v1.36 has them: its DRA plugin does not follow the
+        dry run's removals, so a victim's devices stay allocated there."""
+        return self.plugin_args.get("DynamicResources", {}).get("preemptForDevices", True) is not False
+
     def feasible_nodes_to_find(self, total: int) -> int:
         """How many feasible nodes to look for before scoring (kube-scheduler's rule)."""
         if total < MIN_FEASIBLE_NODES_TO_FIND:

@@ -180,6 +180,12 @@ class Scheduler:
         plugins = self.plugins(self.state.pods[pod_key].pod.spec.scheduler_name)
         return plugins.profile if plugins is not None else None
 
+    def preemption_frees_devices(self, pod_key: str) -> bool:
+        """Whether preempting for the pod may count its victims' devices as freed (allot's default);
+        False where its profile's DynamicResources says `preemptForDevices: false`, as kube-scheduler."""
+        profile = self.profile_of(pod_key)
+        return profile is None or profile.preempts_for_devices
+
     def pre_filtered_before(self, pod_key: str, plugin: str, later: str) -> bool:
         """Whether the pod's profile runs `plugin`'s pre-filter before `later`'s (both enabled).
         kube-scheduler stops at the first pre-filter that rejects a pod as unresolvable, so the

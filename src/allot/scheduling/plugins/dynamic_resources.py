@@ -123,7 +123,8 @@ class DynamicResources:
         preempt_for_devices: bool = True,
     ) -> None:
         self.scorer = scorer
-        # False: kube-scheduler's verdict, a node short of devices is unresolvable (never preempted on).
+        # False: kube-scheduler's verdict, a node short of devices is unresolvable (never preempted on);
+        # preemption's dry run then also leaves the victims' devices allocated (Profile.preempts_for_devices).
         self.shortage = Code.UNSCHEDULABLE if preempt_for_devices else Code.UNRESOLVABLE
         self.step_budget = step_budget
         # Picks the devices on the node the pod goes to (topology alignment); filtering and

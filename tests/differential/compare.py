@@ -131,6 +131,12 @@ def after_objects(objects: Sequence[Obj], result: PlanResult) -> list[Obj]:
                 continue
             out.append(placed.get(key, obj) if not obj["spec"].get("nodeName") else obj)
         elif obj["kind"] == "ResourceClaim":
+            owners = {
+                f"{obj['metadata'].get('namespace')}/{ref.get('name')}"
+                for ref in obj["metadata"].get("ownerReferences") or []
+            }
+            if key not in claims and owners & evicted:
+                continue  # deleted with the victim it was made for
             out.append(claims.pop(key, obj))
         else:
             out.append(obj)

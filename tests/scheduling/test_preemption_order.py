@@ -9,6 +9,7 @@ of them; the rest is a tie, which allot breaks with its seeded per-pod key.
 
 from __future__ import annotations
 
+import yaml
 from msgspec.structs import replace
 
 from allot.cluster.state import ClusterState
@@ -18,7 +19,8 @@ from allot.plan.planner import plan
 from allot.scheduling.preemption import Preemptor
 from allot.scheduling.scheduler import Scheduler, Unschedulable
 from builders import node, pod
-from scheduling.preemption_cases import URGENT, cluster_yaml
+from ready_nodes import node_yaml
+from scheduling.preemption_cases import CPU, PRIORITY_CLASSES, URGENT, cluster_yaml
 
 
 def started(p: Pod, at: str) -> Pod:
@@ -94,3 +96,51 @@ def test_allot_place_evicts_the_victims_kube_scheduler_would() -> None:
     result = plan(load_text(cluster_yaml() + "\n---\n" + URGENT))
     assert sorted(e.pod for e in result.evicted) == ["default/c", "default/d"]
     assert {b.pod: b.node for b in result.bound} == {"default/urgent": "n2"}
+
+
+def _pod_yaml(name: str, *, priority_class: str, node: str | None = None, selector: str | None = None) -> str:
+    """A pod asking for 3 CPUs: running on `node`, or pending (only for node `selector` if given)."""
+    spec = {
+        "priorityClassName": priority_class,
+        "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "3"}}}],
+    }
+    obj: dict[str, object] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
+    if node is not None:
+        spec["nodeName"] = node
+        obj["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
+    if selector is not None:
+        spec["nodeSelector"] = {"kubernetes.io/hostname": selector}
+    return yaml.safe_dump(obj)
+
+
+def test_allot_place_deletes_a_victim_rather_than_placing_it_again() -> None:
+    # urgent may only use n1 and takes it from mid. kube-scheduler deletes mid (as `allot run`
+    # does); had the plan kept it pending, mid (priority 50) would in turn have preempted filler
+    # (priority 1) on n2, a second eviction no scheduler makes.
+    middle = yaml.safe_dump(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "middle"},
+            "value": 50,
+        }
+    )
+    objects = [
+        PRIORITY_CLASSES,
+        middle,
+        node_yaml("n1", cpu=CPU),
+        node_yaml("n2", cpu=CPU),
+        _pod_yaml("mid", priority_class="middle", node="n1"),
+        _pod_yaml("filler", priority_class="low", node="n2"),
+        _pod_yaml("urgent", priority_class="urgent", selector="n1"),
+    ]
+    result = plan(load_text("\n---\n".join(objects)))
+    assert [(e.pod, e.preemptor) for e in result.evicted] == [("default/mid", "default/urgent")]
+    assert {b.pod: b.node for b in result.bound} == {"default/urgent": "n1"}
+    assert "default/mid" not in result.state.pods and "default/mid" not in result.waiting
+    assert result.state.pods["default/filler"].bound

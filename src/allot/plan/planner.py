@@ -3,7 +3,8 @@
 `plan(manifests)` builds the cluster (and, when ClusterQueues are present,
 the Kueue admission state, starting from the workloads already running)
 from manifests, runs engine cycles until nothing changes, and returns the
-decisions with the resulting state. The planner's clock stands at the
+decisions with the resulting state. Preemption victims are deleted between
+cycles, as the live driver deletes them. The planner's clock stands at the
 dump's time (`dump_time`: the latest pod creation), so workloads admitted
 now are more recent than those that already run. `explain`
 re-runs one pending pod's cycle and adds, for each node the allocator
@@ -133,12 +134,26 @@ def plan(
                 result.waiting[decision.pod] = decision.reason
             elif isinstance(decision, Bound):
                 result.waiting.pop(decision.pod, None)
+            elif isinstance(decision, Evicted):
+                _delete_victim(engine, decision.pod, now)
         if check_invariants:
             result.violations.extend(check(engine.state))
         if not outcome.bound and not outcome.evicted and not outcome.of(Deallocated):
             break
     result.waiting = engine.pending_reasons(result.waiting)
     return result
+
+
+def _delete_victim(engine: Engine, pod_key: str, now: float) -> None:
+    """A preemption victim is deleted, as kube-scheduler and `allot run` delete it (with the claims
+    made for it), so the plan never places it again: a pod a controller would re-create comes back
+    under a new name, which a plan cannot know."""
+    info = engine.state.pods.get(pod_key)
+    if info is None or is_placeholder(info.pod):
+        # A suspended Job's stand-in: the Job is suspended again, nothing is deleted.
+        return
+    engine.state.remove_pod(pod_key)
+    engine.pod_deleted(pod_key, now)
 
 
 @dataclass(frozen=True, slots=True)

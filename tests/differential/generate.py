@@ -90,6 +90,8 @@ class Scenario:
     cluster: list[Obj]
     running: list[Obj]
     pending: list[Obj]
+    # What `generate` was asked for: the corpus test generates the case again from seed and size.
+    size: str = "small"
 
     def objects(self) -> list[Obj]:
         return [*self.cluster, *self.running, *self.pending]
@@ -754,7 +756,7 @@ class _Generator:
         cluster += self.claims
         return Scenario(
             name=f"case-{self.seed:04d}", seed=self.seed, families=frozenset(self.families),
-            cluster=cluster, running=running, pending=pending,
+            cluster=cluster, running=running, pending=pending, size="large" if self.large else "small",
         )  # fmt: skip
 
 

@@ -444,7 +444,7 @@ class Recorder:
         after = self.diff(before, self.snapshot())
         objects = _unique(objects)
         return Case(
-            name=scenario.name, seed=scenario.seed, size="large" if len(scenario.pending) > 30 else "small",
+            name=scenario.name, seed=scenario.seed, size=scenario.size,
             kube=self.scheduler.version, features=sorted(features_of(objects)), objects=objects, steps=steps, after=after,
         )  # fmt: skip
 

@@ -15,7 +15,7 @@ from msgspec.structs import replace
 from allot.cluster.state import ClusterState
 from allot.model.core import Pod
 from allot.model.loader import load_text
-from allot.plan.planner import plan
+from allot.plan.planner import explain, plan
 from allot.scheduling.preemption import Preemptor
 from allot.scheduling.scheduler import Scheduler, Unschedulable
 from builders import node, pod
@@ -144,3 +144,4 @@ def test_allot_place_deletes_a_victim_rather_than_placing_it_again() -> None:
     assert {b.pod: b.node for b in result.bound} == {"default/urgent": "n1"}
     assert "default/mid" not in result.state.pods and "default/mid" not in result.waiting
     assert result.state.pods["default/filler"].bound
+    assert explain(result, "default/mid").summary.startswith("preempted for default/urgent (")

@@ -174,6 +174,10 @@ def explain(result: PlanResult, pod_key: str) -> Explanation:
     """Why `pod_key` is where it is, or per node why it fits nowhere."""
     state = result.state
     info = state.pods.get(pod_key)
+    evicted = [e for e in result.evicted if e.pod == pod_key]
+    if info is None and evicted:
+        last = evicted[-1]
+        return Explanation(pod_key, f"preempted for {last.preemptor} ({last.reason}) and deleted", ())
     if info is None:
         raise KeyError(f"no pod {pod_key!r}; pods are named namespace/name")
     if info.node is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,8 +13,10 @@ from allot.plan.planner import plan
 from controlplane import ControlPlane
 from live.cluster import (
     AllotProcess,
+    allocated_devices,
     bound_nodes,
     claim_template,
+    claims,
     create_node,
     dump_cluster,
     eventually,
@@ -58,4 +61,36 @@ def test_pods_with_claims_from_templates_are_bound_as_allot_place_decides(
         name = placed.pod.split("/", 1)[1]
         want = sorted((r.pool, r.device) for a in placed.allocations.values() for r in a.devices.results)
         assert devices[name] == want
+    assert no_device_twice(plane) == []
+
+
+def test_a_pod_asking_for_an_extended_resource_gets_a_claim_its_status_names(plane: ControlPlane) -> None:
+    # `example.com/gpu: 1` on a node whose allocatable lacks it: a DeviceClass with
+    # extendedResourceName serves it. As kube-scheduler does, allot creates the claim, allocates
+    # and reserves it, names it in the pod's status.extendedResourceClaimStatus (what the kubelet
+    # reads to prepare the device for the container), then binds.
+    create_node(plane, "node-ext", cpu="8")
+    plane.apply(gpu_slice("node-ext", 1))
+    served = json.loads(gpu_class("ext-gpu"))
+    served["spec"]["extendedResourceName"] = "example.com/gpu"
+    plane.apply(json.dumps(served))
+    manifest = json.loads(pod_manifest("ext-user", cpu="1"))
+    container = manifest["spec"]["containers"][0]
+    container["resources"] = {
+        "requests": {"cpu": "1", "example.com/gpu": "1"},
+        "limits": {"example.com/gpu": "1"},
+    }
+    manifest["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "node-ext"}
+    plane.apply(json.dumps(manifest))
+    with AllotProcess(plane) as allot:
+        eventually(lambda: bound_nodes(plane).get("ext-user") == "node-ext", what="ext-user bound")
+        assert allot.alive(), allot.output()
+    status = pods(plane)["ext-user"]["status"].get("extendedResourceClaimStatus")
+    assert status is not None, pods(plane)["ext-user"]["status"]
+    assert status["requestMappings"] == [
+        {"containerName": "main", "resourceName": "example.com/gpu", "requestName": "container-0-request-0"}
+    ]
+    claim = claims(plane)[status["resourceClaimName"]]
+    assert allocated_devices(claim) == [("node-ext", "gpu-0")]
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["ext-user"]
     assert no_device_twice(plane) == []

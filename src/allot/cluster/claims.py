@@ -25,6 +25,11 @@ from allot.model.resource import (
 
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 DELETE_PROTECTION_FINALIZER = "resource.kubernetes.io/delete-protection"
+# The claim a scheduler makes for a pod's extended resources served by DRA: its annotation, and the
+# entry name allot lists it under among the pod's claims (the pod names it in
+# status.extendedResourceClaimStatus, not in spec.resourceClaims).
+EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+EXTENDED_CLAIM_ENTRY = "extended-resources"
 # The API server's generateName alphabet (no vowels, no easily confused characters).
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 # 63-character names leave room for '-' and the five-character suffix.

@@ -31,7 +31,7 @@ from allot.cluster.pod_info import PodInfo
 from allot.cluster.resources import PODS, nonzero_cpu_memory, pod_requests
 from allot.cluster.volumes import VolumeState
 from allot.dra import AllocatedState, Features, SliceIndex
-from allot.model.core import Namespace, Node, Pod
+from allot.model.core import Namespace, Node, Pod, PodExtendedResourceClaimStatus
 from allot.model.defaults import NAMESPACE_NAME_LABEL
 from allot.model.loader import Manifests
 from allot.model.resource import (
@@ -278,6 +278,7 @@ class ClusterState:
             claims=tuple(entries),
             sequence=self._sequence,
             missing=missing,
+            served_by_claims=_served_by_extended_claim(pod, entries),
         )
         self.pods[key] = info
         self.journal.record(lambda: self.pods.pop(key, None))
@@ -324,7 +325,19 @@ class ClusterState:
                 claim = claimlib.claim_from_template(pod, entry.name, template)
                 self._put_claim(claim)
                 entries.append((entry.name, claim.key))
+        extended = self._extended_claim(pod)
+        if extended is not None:
+            entries.append((claimlib.EXTENDED_CLAIM_ENTRY, extended))
         return entries, missing
+
+    def _extended_claim(self, pod: Pod) -> str | None:
+        """The claim serving a bound pod's extended resources through DRA, as its status names it
+        (`extendedResourceClaimStatus`, which the scheduler that bound it wrote), if it exists."""
+        status = pod.status.extended_resource_claim_status
+        if not pod.spec.node_name or status is None or not status.resource_claim_name:
+            return None
+        key = f"{pod.namespace}/{status.resource_claim_name}"
+        return key if key in self.claims else None
 
     def _put_claim(self, claim: ResourceClaim) -> None:
         self.journal.put(self.claims, claim.key, claim)
@@ -419,12 +432,18 @@ class ClusterState:
         *,
         served_by_claims: frozenset[str] = frozenset(),
         volumes: Iterable[VolumeDecision] = (),
+        extended: PodExtendedResourceClaimStatus | None = None,
     ) -> None:
         """Place a pending pod: allocate its unallocated claims, reserve them, take node resources;
-        bind or annotate the volume claims placement decided for (`volumes`)."""
+        bind or annotate the volume claims placement decided for (`volumes`). `extended`: the pod's
+        new `status.extendedResourceClaimStatus` (the claim made for its extended resources)."""
         info = self.pods[pod_key]
         if info.node is not None:
             raise StateError(f"pod {pod_key} is already bound")
+        if extended is not None:
+            before = info.pod
+            info.pod = replace(before, status=replace(before.status, extended_resource_claim_status=extended))
+            self.journal.record(lambda: setattr(info, "pod", before))
         if served_by_claims != info.served_by_claims:
             previous = info.served_by_claims
             info.served_by_claims = served_by_claims
@@ -730,3 +749,11 @@ class ClusterState:
         keys = [key for _, key in info.claims if key in self.claims]
         self.unbind(pod_key)
         return keys
+
+
+def _served_by_extended_claim(pod: Pod, entries: Sequence[tuple[str, str]]) -> frozenset[str]:
+    """The extended resources a bound pod's linked extended-resource claim serves (not node usage)."""
+    status = pod.status.extended_resource_claim_status
+    if status is None or not any(entry == claimlib.EXTENDED_CLAIM_ENTRY for entry, _ in entries):
+        return frozenset()
+    return frozenset(m.resource_name for m in status.request_mappings)

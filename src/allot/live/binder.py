@@ -2,7 +2,9 @@
 
 For each claim of the pod: add the delete-protection finalizer if it is missing, then write
 `status.allocation` (when allot allocated it) and `status.reservedFor` with the version the
-write was based on as its precondition. For each PersistentVolumeClaim that waited for its
+write was based on as its precondition. A claim allot made for the pod's extended resources
+(served by DRA) is created first, and the pod's `status.extendedResourceClaimStatus` then names
+it, with the request serving each container's resource, as kube-scheduler writes it. For each PersistentVolumeClaim that waited for its
 first consumer (VolumeBinding's PreBind): one matched to an available volume gets that
 volume's `spec.claimRef` set (the PV controller completes the binding), one left to dynamic
 provisioning gets the `volume.kubernetes.io/selected-node` annotation (the provisioner
@@ -125,6 +127,7 @@ class Binder:
             self._check(flight)
             allocated = await self._write_claim(flight, key)
             written.append((key, allocated))
+        await self._write_extended_status(flight)
         for claim_key, volume in flight.volumes:
             self._check(flight)
             await self._write_volume(flight, claim_key, volume)
@@ -190,6 +193,23 @@ class Binder:
         )
         self.cache.claim_written(key, patched["metadata"]["resourceVersion"])
         return allocate
+
+    async def _write_extended_status(self, flight: Flight) -> None:
+        """Name the claim made for the pod's extended resources in its `status.extendedResourceClaimStatus`
+        (which claim request serves which container's resource), as kube-scheduler does before it binds:
+        the kubelet reads it to prepare the devices for those containers."""
+        wanted = self._pod(flight).status.extended_resource_claim_status
+        if wanted is None:
+            return
+        current = self.cache.stores[PODS].get(flight.pod)
+        if isinstance(current, Pod) and current.status.extended_resource_claim_status == wanted:
+            return
+        self._check(flight)
+        pod = self._pod(flight)
+        await self.client.patch(
+            PODS.path("v1", namespace=pod.namespace, name=pod.name, subresource="status"),
+            {"status": {"extendedResourceClaimStatus": to_data(wanted)}},
+        )
 
     async def _write_volume(self, flight: Flight, claim_key: str, volume: str) -> None:
         """VolumeBinding's PreBind for one claim (see the module docstring)."""

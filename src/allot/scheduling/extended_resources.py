@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from allot.cluster.claims import object_uid, pod_owner
+from allot.cluster.claims import EXTENDED_CLAIM_ANNOTATION, EXTENDED_CLAIM_ENTRY, object_uid, pod_owner
 from allot.model.base import ObjectMeta
 from allot.model.core import ContainerExtendedResourceRequest, Pod
 from allot.model.resource import (
@@ -27,8 +27,13 @@ from allot.model.resource import (
 )
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
-EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
-EXTENDED_CLAIM_ENTRY = "extended-resources"
+__all__ = [
+    "EXTENDED_CLAIM_ANNOTATION",
+    "EXTENDED_CLAIM_ENTRY",
+    "extended_claim",
+    "requested",
+    "resource_classes",
+]
 
 
 def resource_classes(classes: Iterable[DeviceClass]) -> dict[str, str]:

@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from allot.cluster.pod_info import PodInfo
 from allot.cluster.state import ClusterState
+from allot.model.core import PodExtendedResourceClaimStatus
 from allot.model.resource import AllocationResult, ResourceClaim
 from allot.scheduling.status import Code, Status
 
@@ -68,6 +69,8 @@ class Cycle:
     new_claims: dict[str, ResourceClaim] = field(default_factory=dict)
     # Resources of the pod's requests that claims serve on the chosen node (not counted against allocatable).
     served_by_claims: frozenset[str] = frozenset()
+    # The pod's status.extendedResourceClaimStatus for the claim made for it (written before binding).
+    extended: PodExtendedResourceClaimStatus | None = None
     # Per-node statuses from node filters, for diagnosis.
     node_statuses: dict[int, Status] = field(default_factory=dict)
     # Volume claims to bind on the chosen node: (claim key, volume name, or "" to provision there).

@@ -24,6 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from allot.cluster.state import ClusterState
+from allot.model.core import PodExtendedResourceClaimStatus
 from allot.model.resource import AllocationResult, ResourceClaim
 from allot.scheduling import registry
 from allot.scheduling.diagnosis import Diagnosis
@@ -60,6 +61,8 @@ class Placement:
     # Claims created for the pod at binding (extended resources served by DRA), by pod entry name.
     new_claims: Mapping[str, ResourceClaim] = field(default_factory=dict)
     served_by_claims: frozenset[str] = frozenset()
+    # The pod's status.extendedResourceClaimStatus naming the new claim (kube-scheduler writes it).
+    extended: PodExtendedResourceClaimStatus | None = None
     # Volume claims bound (to the named volume) or left to provisioning ("") on the node.
     volumes: tuple[tuple[str, str], ...] = ()
     # With victims: why the pod fit nowhere before them ("0/N nodes are available: ..."), which
@@ -273,10 +276,12 @@ class Scheduler:
                     float(scores[position]),
                     new_claims=dict(cycle.new_claims),
                     served_by_claims=cycle.served_by_claims,
+                    extended=cycle.extended,
                     volumes=tuple(cycle.volumes),
                 )
             cycle.allocations.clear()
             cycle.new_claims.clear()
+            cycle.extended = None
             cycle.volumes.clear()
             # The node passed the filters but a plugin refused to reserve it: that is its reason.
             cycle.node_statuses[index] = refused
@@ -403,4 +408,5 @@ class Scheduler:
             placement.allocations,
             served_by_claims=placement.served_by_claims,
             volumes=placement.volumes,
+            extended=placement.extended,
         )

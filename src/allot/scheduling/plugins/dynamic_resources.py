@@ -40,7 +40,7 @@ from allot.cluster.events import DEVICE_EVENTS, NODE_EVENTS, ClusterEventKind
 from allot.dra import Allocation, AllocationError, Allocator, NoAllocation, Scorer
 from allot.dra.nodes import selector_matches
 from allot.dra.results import for_other_claims
-from allot.model.core import NodeSelector
+from allot.model.core import NodeSelector, PodExtendedResourceClaimStatus
 from allot.model.resource import MAX_RESERVED_FOR, ResourceClaim
 from allot.scheduling.dra_index import DeviceIndex, ShapeIndex
 from allot.scheduling.extended_resources import (
@@ -428,6 +428,9 @@ class DynamicResources:
             cycle.new_claims[EXTENDED_CLAIM_ENTRY] = claim
             cycle.allocations[claim.key] = outcome.results[-1]
             cycle.served_by_claims = frozenset(m.resource_name for m in mappings)
+            cycle.extended = PodExtendedResourceClaimStatus(
+                request_mappings=mappings, resource_claim_name=claim.name
+            )
         return SUCCESS
 
     def score(self, cycle: Cycle, nodes: IntArray) -> FloatArray:

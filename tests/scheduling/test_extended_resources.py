@@ -6,11 +6,12 @@ from collections.abc import Sequence
 
 from msgspec.structs import replace
 
+from allot.cluster.claims import EXTENDED_CLAIM_ANNOTATION
 from allot.cluster.invariants import check
 from allot.cluster.state import ClusterState
 from allot.model.core import Pod
 from allot.model.resource import ResourceClaim
-from allot.scheduling.extended_resources import EXTENDED_CLAIM_ANNOTATION, resource_classes
+from allot.scheduling.extended_resources import resource_classes
 from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
 from builders import device_class, gpu_slice, node, pod
 

@@ -482,11 +482,13 @@ class ClusterState:
     def _uncount_release(self) -> None:
         self.releases -= 1
 
-    def unbind(self, pod_key: str) -> None:
+    def unbind(self, pod_key: str, *, keep_claims: bool = False) -> None:
         """Take a pod off its node (preempted, evicted, finished): release resources and claims.
 
         A claim that no pod reserves any more is deallocated, as the
-        resourceclaim controller does, so its devices become free.
+        resourceclaim controller does, so its devices become free. With
+        `keep_claims` the claims stay as they are (allocated and reserved):
+        kube-scheduler's view of a preemption victim in its dry run.
         """
         info = self.pods[pod_key]
         if info.node is None:
@@ -495,7 +497,7 @@ class ClusterState:
         self._vacate(info)
         self._count_release()
         shared = False
-        for _, claim_key in info.claims:
+        for _, claim_key in () if keep_claims else info.claims:
             claim = self.claims.get(claim_key)
             if claim is None:
                 continue

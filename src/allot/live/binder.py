@@ -198,14 +198,14 @@ class Binder:
         """Name the claim made for the pod's extended resources in its `status.extendedResourceClaimStatus`
         (which claim request serves which container's resource), as kube-scheduler does before it binds:
         the kubelet reads it to prepare the devices for those containers."""
-        wanted = self._pod(flight).status.extended_resource_claim_status
+        pod = self._pod(flight)
+        wanted = pod.status.extended_resource_claim_status
         if wanted is None:
             return
         current = self.cache.stores[PODS].get(flight.pod)
         if isinstance(current, Pod) and current.status.extended_resource_claim_status == wanted:
             return
         self._check(flight)
-        pod = self._pod(flight)
         await self.client.patch(
             PODS.path("v1", namespace=pod.namespace, name=pod.name, subresource="status"),
             {"status": {"extendedResourceClaimStatus": to_data(wanted)}},

@@ -27,13 +27,6 @@ from allot.model.resource import (
 )
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
-__all__ = [
-    "EXTENDED_CLAIM_ANNOTATION",
-    "EXTENDED_CLAIM_ENTRY",
-    "extended_claim",
-    "requested",
-    "resource_classes",
-]
 
 
 def resource_classes(classes: Iterable[DeviceClass]) -> dict[str, str]:

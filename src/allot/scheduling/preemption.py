@@ -167,14 +167,11 @@ class Preemptor:
             return (NO_VICTIMS,)
         with state.journal.transaction():
             captured = {p.key: self._captured(p) for p in lower}
+            # Without device preemption (kube-scheduler's view) the victims leave the node but keep
+            # their devices.
+            keep_claims = not self.scheduler.preemption_frees_devices(pod.key)
             for victim in lower:
-                state.unbind(victim.key)
-            if not self.scheduler.preemption_frees_devices(pod.key):
-                # kube-scheduler's view: the victims leave the node, their devices stay allocated.
-                for allocations in captured.values():
-                    for claim_key, allocation in allocations.items():
-                        if state.claims[claim_key].status.allocation is None:
-                            state.allocate_claim(claim_key, allocation)
+                state.unbind(victim.key, keep_claims=keep_claims)
             failure = self._failure_on(pod.key, index)
             if failure is not None:
                 return failure.reasons or (NOT_HELPFUL,)

@@ -35,7 +35,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from allot.cluster.claims import pod_uid
+from allot.cluster.claims import EXTENDED_CLAIM_ENTRY, pod_uid
 from allot.cluster.events import DEVICE_EVENTS, NODE_EVENTS, ClusterEventKind
 from allot.dra import Allocation, AllocationError, Allocator, NoAllocation, Scorer
 from allot.dra.nodes import selector_matches
@@ -44,7 +44,6 @@ from allot.model.core import NodeSelector, PodExtendedResourceClaimStatus
 from allot.model.resource import MAX_RESERVED_FOR, ResourceClaim
 from allot.scheduling.dra_index import DeviceIndex, ShapeIndex
 from allot.scheduling.extended_resources import (
-    EXTENDED_CLAIM_ENTRY,
     extended_claim,
     requested,
     resource_classes,

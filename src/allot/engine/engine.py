@@ -215,11 +215,14 @@ class Engine(PodPath, Consolidating, Reserving):
         ]
         if not fresh:
             return
-        known = {k for k in self._submitted}
+        # Judged against what was submitted before this call (not a copy: the set holds every
+        # waiting workload's pods, so copying it per arrival grew with the backlog).
+        added: set[str] = set()
         for workload in self.admission.workloads_from_pods(fresh):
-            if all(p in known for p in workload.pods):
+            if all(p in self._submitted and p not in added for p in workload.pods):
                 continue
             self.admission.submit(workload, now)
+            added.update(p for p in workload.pods if p not in self._submitted)
             self._submitted.update(workload.pods)
 
     def workload_finished(self, workload_key: str, now: float) -> None:

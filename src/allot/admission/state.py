@@ -69,6 +69,7 @@ from allot.model.kueue import ClusterQueue, Cohort, LocalQueue, ResourceFlavor, 
 from allot.model.kueue_config import Configuration
 from allot.model.loader import Manifests
 from allot.model.resource import ResourceClaim, ResourceClaimTemplate
+from allot.model.runtime import RuntimeClass, admitted_pods
 from allot.model.scheduling import PriorityClass
 
 ADMITTED = "Admitted"
@@ -205,7 +206,8 @@ class AdmissionState:
             default_time=start_time,
         )
         labels = {node.name: dict(node.metadata.labels) for node in manifests.of_kind(KubeNode)}
-        restore_running_pods(state, manifests.of_kind(Pod), labels, start_time)
+        pods = admitted_pods(manifests.of_kind(Pod), manifests.of_kind(RuntimeClass))
+        restore_running_pods(state, pods, labels, start_time)
         restore_admitted_jobs(state, manifests.of_kind(Job), start_time)
         return state
 

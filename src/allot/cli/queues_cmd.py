@@ -40,6 +40,7 @@ from allot.model.codec import to_data
 from allot.model.core import Pod
 from allot.model.kueue import KUEUE_GROUP
 from allot.model.loader import Manifests
+from allot.model.runtime import RuntimeClass, admitted_pods
 
 
 def _load(paths: Sequence[str]) -> Manifests:
@@ -51,7 +52,8 @@ def build_state(manifests: Manifests) -> AdmissionState:
     pending (a suspended queued Job as its placeholder pods, as `allot run` has it)."""
     manifests = with_waiting_jobs(manifests)
     state = AdmissionState.from_manifests(manifests)
-    pods = [p for p in manifests.of_kind(Pod) if p.status.phase not in TERMINAL_PHASES]
+    admitted = admitted_pods(manifests.of_kind(Pod), manifests.of_kind(RuntimeClass))
+    pods = [p for p in admitted if p.status.phase not in TERMINAL_PHASES]
     for workload in state.workloads_from_pods(pods):
         if workload.key not in state.entries:
             state.submit(workload, workload.created)

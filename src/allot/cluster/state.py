@@ -42,6 +42,7 @@ from allot.model.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from allot.model.runtime import RuntimeClass, admitted_pods
 from allot.model.scheduling import PodDisruptionBudget, PriorityClass
 from allot.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from allot.model.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
@@ -172,7 +173,7 @@ class ClusterState:
     def from_manifests(cls, manifests: Manifests, *, features: Features | None = None) -> ClusterState:
         return cls(
             nodes=manifests.of_kind(Node),
-            pods=manifests.of_kind(Pod),
+            pods=admitted_pods(manifests.of_kind(Pod), manifests.of_kind(RuntimeClass)),
             claims=manifests.of_kind(ResourceClaim),
             templates=manifests.of_kind(ResourceClaimTemplate),
             classes=manifests.of_kind(DeviceClass),

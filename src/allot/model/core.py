@@ -255,6 +255,7 @@ class PodSpec(Record, frozen=True):
     priority_class_name: str = ""
     preemption_policy: str | None = None
     scheduler_name: str = ""
+    runtime_class_name: str = ""
     resource_claims: tuple[PodResourceClaim, ...] = ()
     volumes: tuple[Volume, ...] = ()
     host_network: bool = False

@@ -21,6 +21,7 @@ from allot.model.resource import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from allot.model.runtime import RuntimeClass
 from allot.model.scheduling import PodDisruptionBudget, PriorityClass
 from allot.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from allot.model.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
@@ -31,6 +32,7 @@ OBJECT_TYPES: tuple[type[Object], ...] = (
     Namespace,
     PriorityClass,
     PodDisruptionBudget,
+    RuntimeClass,
     DeviceClass,
     ResourceClaim,
     ResourceClaimTemplate,

@@ -277,6 +277,10 @@ def validate_pod(pod: Pod, where: Location) -> list[ManifestError]:
         problems.each(
             "spec.priorityClassName", spec.priority_class_name, dns_subdomain(spec.priority_class_name)
         )
+    if spec.runtime_class_name:
+        problems.each(
+            "spec.runtimeClassName", spec.runtime_class_name, dns_subdomain(spec.runtime_class_name)
+        )
     if spec.preemption_policy is not None:
         problems.enum("spec.preemptionPolicy", spec.preemption_policy, PREEMPTION_POLICIES)
     for i, toleration in enumerate(spec.tolerations):

@@ -3,7 +3,7 @@
 `validate_object` returns every problem of one object as located errors, in
 the API server's wording (see `validate_common`); it never raises. Metadata
 rules live here; the rules of each kind live in one module per API group
-(`validate_core`, `validate_scheduling`, `validate_resource`,
+(`validate_core`, `validate_scheduling`, `validate_runtime`, `validate_resource`,
 `validate_slice`, `validate_kueue`), which register themselves with
 `validate_registry.register`; this module imports them all.
 
@@ -24,6 +24,7 @@ from allot.model import (
     validate_kueue,
     validate_pod_placement,
     validate_resource,
+    validate_runtime,
     validate_scheduling,
     validate_slice,
     validate_storage,
@@ -136,6 +137,7 @@ __all__ = [
     "validate_object",
     "validate_pod_placement",
     "validate_resource",
+    "validate_runtime",
     "validate_scheduling",
     "validate_slice",
     "validate_storage",

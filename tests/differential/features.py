@@ -46,7 +46,15 @@ ALL_FEATURES: tuple[str, ...] = (
     "pod-anti-affinity",
     "topology-spread",
     "host-ports",
+    "init-containers",
+    "sidecars",
+    "pod-overhead",
+    "ephemeral-storage",
+    "max-pods",
+    "pod-level-resources",
 )
+# A node that takes fewer pods than this counts as `max-pods` (kubelet's default is 110).
+_FEW_PODS = 20
 
 _TRUSTED_NODE_TAINTS = ("node.kubernetes.io/",)
 
@@ -93,6 +101,14 @@ def _pod_features(pod: Mapping[str, Any], tags: set[str]) -> None:
             tags.add("device-plugin")
         if any(port.get("hostPort") for port in container.get("ports") or []):
             tags.add("host-ports")
+    for container in spec.get("initContainers") or []:
+        tags.add("sidecars" if container.get("restartPolicy") == "Always" else "init-containers")
+    if spec.get("overhead"):
+        tags.add("pod-overhead")
+    if (spec.get("resources") or {}).get("requests"):
+        tags.add("pod-level-resources")
+    if any("ephemeral-storage" in ((c.get("resources") or {}).get("requests") or {}) for c in containers):
+        tags.add("ephemeral-storage")
     if spec.get("resourceClaims"):
         tags.add("dra")
     if any(entry.get("resourceClaimTemplateName") for entry in spec.get("resourceClaims") or []):
@@ -155,6 +171,9 @@ def features_of(objects: Iterable[Mapping[str, Any]]) -> frozenset[str]:
                 tags.add("node-taints")
             if spec.get("unschedulable"):
                 tags.add("cordoned")
+            pods_allowed = ((obj.get("status") or {}).get("allocatable") or {}).get("pods")
+            if pods_allowed is not None and int(pods_allowed) < _FEW_PODS:
+                tags.add("max-pods")
     if len({p["spec"].get("priority", p["spec"].get("priorityClassName", "")) for p in pods}) > 1:
         tags.add("priorities")
     if _cross_namespace_sharing(objects, pods):

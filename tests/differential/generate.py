@@ -7,7 +7,8 @@ input), and the pending pods in creation order. Each seed draws a handful of fea
 (device-plugin GPUs; DRA GPUs with NICs, selectors, matchAttribute constraints, firstAvailable,
 All mode and device taints; MIG partitions with shared counters; shared GPUs with consumable
 capacity; extended resources served by DRA; node taints, cordons and node affinity; priorities
-with preemption; pod affinity, anti-affinity, topology spread and host ports) and sizes the
+with preemption; pod affinity, anti-affinity, topology spread and host ports; init containers,
+sidecars, RuntimeClass overhead, ephemeral storage and nodes that take few pods) and sizes the
 cluster so that some pods compete and some are left pending.
 
 Every object is valid for the API server of ../shared/k8s (v1.36 with DRA's gates on): the live
@@ -74,6 +75,30 @@ FAMILIES: dict[str, float] = {
 }
 DEVICE_FAMILIES = ("device-plugin", "dra-gpu", "mig", "shared-gpu")
 
+# How pods ask for their node's resources beyond one container's CPU and memory, drawn from a
+# stream of their own (`_Generator.shapes`) so that adding them changed nothing else a seed draws:
+# init containers (each one's request a floor), sidecars (restartable init containers, added to
+# the pod's sum), pod overhead from a RuntimeClass (added on top by the API server's RuntimeClass
+# admission), ephemeral storage, nodes that take only a few pods, and pod-level requests (which
+# stand for the containers' sum).
+SHAPE_FAMILIES: dict[str, float] = {
+    "init-containers": 0.3,
+    "sidecars": 0.25,
+    "pod-overhead": 0.2,
+    "ephemeral-storage": 0.25,
+    "max-pods": 0.2,
+    "pod-level-resources": 0.15,
+}
+RUNTIME_CLASS = "sandboxed"
+# A VM-sandboxed runtime's overhead; large enough to decide whether a pod fits a tight node.
+OVERHEAD = {"cpu": "500m", "memory": "512Mi"}
+STORAGE_CHOICES = ("1Gi", "2Gi", "5Gi", "10Gi", "20Gi")
+# Init containers often ask more than the app (a build or a data download): their peak decides.
+INIT_CPU_CHOICES = ("500m", "1", "2", "4")
+INIT_MEMORY_CHOICES = ("512Mi", "1Gi", "4Gi", "8Gi")
+# Nodes' CPUs where init containers, sidecars or overhead are drawn, so that CPU is contended.
+TIGHT_CPU_CHOICES = (4, 6, 8)
+
 CPU_CHOICES = ("100m", "250m", "500m", "500m", "1", "1", "2", "3")
 MEMORY_CHOICES = ("128Mi", "512Mi", "1Gi", "1Gi", "2Gi", "4Gi")
 
@@ -111,6 +136,14 @@ class _Node:
     model: str = ""
 
 
+def _milli(cpu: str) -> int:
+    return int(cpu[:-1]) if cpu.endswith("m") else int(cpu) * 1000
+
+
+def _mebi(memory: str) -> int:
+    return int(memory[:-2]) * 1024 if memory.endswith("Gi") else int(memory[:-2])
+
+
 def _selector(expression: str) -> Obj:
     return {"cel": {"expression": expression}}
 
@@ -134,6 +167,8 @@ class _Generator:
             self.families.discard("cross-namespace-sharing")
         if not self.families & {"dra-gpu", "mig", "shared-gpu"}:
             self.families -= {"selectors", "first-available", "shared-claim"}
+        self.shapes = random.Random(f"pod-shapes:{seed}")
+        self.families |= {f for f, chance in SHAPE_FAMILIES.items() if self.shapes.random() < chance}
         self.nodes: list[_Node] = []
         self.cluster: list[Obj] = []
         self.templates: dict[tuple[str, str], str] = {}  # (namespace, spec yaml) -> name
@@ -193,6 +228,12 @@ class _Generator:
             amounts = {
                 "cpu": str(node.cpu), "memory": f"{node.memory_gi}Gi", "pods": "110", **node.extended,
             }  # fmt: skip
+            if self.families & {"init-containers", "sidecars", "pod-overhead"}:
+                amounts["cpu"] = str(self.shapes.choice(TIGHT_CPU_CHOICES))
+            if self.has("max-pods"):
+                amounts["pods"] = str(self.shapes.randint(2, 5))
+            if self.has("ephemeral-storage"):
+                amounts["ephemeral-storage"] = f"{self.shapes.choice((10, 20, 50))}Gi"
             spec: Obj = {}
             if node.taints:
                 spec["taints"] = node.taints
@@ -607,7 +648,44 @@ class _Generator:
             self._tolerate_dedicated(pod)
         self._node_affinity(pod)
         self._priority(pod, running)
+        self._shape(pod)
         return pod
+
+    def _shape(self, pod: Obj) -> None:
+        """Init containers, sidecars, a RuntimeClass with overhead, ephemeral storage (SHAPE_FAMILIES)."""
+        shapes = self.shapes
+        spec = pod["spec"]
+
+        def container(name: str, cpu: tuple[str, ...], memory: tuple[str, ...], **extra: Any) -> Obj:
+            requests = {"cpu": shapes.choice(cpu), "memory": shapes.choice(memory)}
+            return {"name": name, "image": IMAGE, "resources": {"requests": requests}, **extra}
+
+        init: list[Obj] = []
+        if self.has("init-containers") and shapes.random() < 0.5:
+            init += [
+                container(f"init-{i}", INIT_CPU_CHOICES, INIT_MEMORY_CHOICES)
+                for i in range(shapes.randint(1, 2))
+            ]
+        if self.has("sidecars") and shapes.random() < 0.5:
+            # Before or after the plain init containers: a plain one started after a sidecar
+            # needs the sidecar's request beside its own.
+            sidecar = container("sidecar", CPU_CHOICES, MEMORY_CHOICES, restartPolicy="Always")
+            init.insert(shapes.randint(0, len(init)), sidecar)
+        if init:
+            spec["initContainers"] = init
+        if self.has("pod-overhead") and shapes.random() < 0.5:
+            spec["runtimeClassName"] = RUNTIME_CLASS
+        if self.has("ephemeral-storage") and shapes.random() < 0.6:
+            self._container(pod)["resources"]["requests"]["ephemeral-storage"] = shapes.choice(
+                STORAGE_CHOICES
+            )
+        if self.has("pod-level-resources") and not init and shapes.random() < 0.5:
+            # At least the containers' own (the API server refuses less); the difference is what a
+            # pod-level request adds (room for processes outside the containers' own requests).
+            own = self._container(pod)["resources"]["requests"]
+            cpu = _milli(own["cpu"]) + shapes.choice((0, 500, 1000, 2000))
+            memory = _mebi(own["memory"]) + shapes.choice((0, 512, 1024, 4096))
+            spec["resources"] = {"requests": {"cpu": f"{cpu}m", "memory": f"{memory}Mi"}}
 
     # -- groups that pod affinity, anti-affinity, spread and host ports decide -------------
 
@@ -749,6 +827,11 @@ class _Generator:
                  "value": value}
                 for name, value in PRIORITIES.items()
             ]  # fmt: skip
+        if self.has("pod-overhead"):
+            cluster.append(
+                {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": RUNTIME_CLASS},
+                 "handler": RUNTIME_CLASS, "overhead": {"podFixed": dict(OVERHEAD)}}
+            )  # fmt: skip
         cluster += self.device_classes()
         cluster += self.node_objects()
         cluster += self.slices()

@@ -55,12 +55,13 @@ _PATHS = {
     "Node": "/api/v1/nodes",
     "Pod": "/api/v1/namespaces/{ns}/pods",
     "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "RuntimeClass": "/apis/node.k8s.io/v1/runtimeclasses",
     "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
     "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
     "ResourceClaimTemplate": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates",
     "ResourceClaim": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",
 }
-_CLUSTER_WIDE = ("Node", "PriorityClass", "DeviceClass", "ResourceSlice")
+_CLUSTER_WIDE = ("Node", "PriorityClass", "RuntimeClass", "DeviceClass", "ResourceSlice")
 _NAMESPACED = ("ResourceClaimTemplate", "ResourceClaim", "Pod")
 
 
@@ -237,7 +238,7 @@ class Recorder:
                 api.call("DELETE", _path(claim, name=True))
             for template in api.items("ResourceClaimTemplate", namespace):
                 api.call("DELETE", _path(template, name=True))
-        for kind in ("ResourceSlice", "DeviceClass", "Node", "PriorityClass"):
+        for kind in ("ResourceSlice", "DeviceClass", "Node", "PriorityClass", "RuntimeClass"):
             for obj in api.items(kind):
                 if kind == "PriorityClass" and obj["metadata"]["name"].startswith("system-"):
                     continue

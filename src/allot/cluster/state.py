@@ -173,7 +173,13 @@ class ClusterState:
     def from_manifests(cls, manifests: Manifests, *, features: Features | None = None) -> ClusterState:
         return cls(
             nodes=manifests.of_kind(Node),
-            pods=admitted_pods(manifests.of_kind(Pod), manifests.of_kind(RuntimeClass)),
+            # Pods that ended are not the scheduler's (kube-scheduler's pod informer leaves out
+            # Succeeded and Failed ones): they hold nothing on their node and are not scheduled.
+            pods=[
+                p
+                for p in admitted_pods(manifests.of_kind(Pod), manifests.of_kind(RuntimeClass))
+                if p.status.phase not in TERMINAL_PHASES
+            ],
             claims=manifests.of_kind(ResourceClaim),
             templates=manifests.of_kind(ResourceClaimTemplate),
             classes=manifests.of_kind(DeviceClass),

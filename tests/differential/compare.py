@@ -33,7 +33,7 @@ from allot.model.codec import object_to_data
 from allot.model.core import Pod
 from allot.model.errors import Location
 from allot.model.loader import LoadedObject, Manifests, load_text
-from allot.plan.planner import PlanResult, plan, resulting_objects
+from allot.plan.planner import PlanResult, build_engine, dump_time, plan, resulting_objects
 from allot.scheduling.plugins.dynamic_resources import CANNOT_ALLOCATE
 from allot.scheduling.plugins.gpu_isolation import OTHER_DOMAIN
 from allot.scheduling.profile import DEFAULT_FILTERS, DEFAULT_SCORE_WEIGHTS, Profile
@@ -175,6 +175,10 @@ class StepReport:
     # Set when they disagree but allot with kube-scheduler's behaviour (KUBE_EQUIVALENT) agrees:
     # the difference is one of allot's on purpose, named here.
     intended: str = ""
+    # Where both placed the pod without preemption: whether kube-scheduler's node is one allot
+    # (with kube-scheduler's behaviour) scores best, alone or tied (kube-scheduler picks among
+    # tied nodes at random); None where the step does not tell.
+    node_scored_best: bool | None = None
 
     @property
     def agree(self) -> bool:
@@ -187,6 +191,14 @@ class StepReport:
         if self.kube_node is None and self.allot_node is not None and self.allot_victims:
             return DEVICE_PREEMPTION if CANNOT_ALLOCATE in self.kube_message else "preemption"
         return "allot's plugins"
+
+    @property
+    def choice_agrees(self) -> bool | None:
+        """Whether allot would have chosen kube-scheduler's node too (None unless both placed the
+        pod without preemption)."""
+        if self.kube_node is None or self.allot_node is None or self.kube_victims or self.allot_victims:
+            return None
+        return self.kube_node == self.allot_node or bool(self.node_scored_best)
 
     @property
     def victims_agree(self) -> bool | None:
@@ -242,6 +254,11 @@ class CaseReport:
                     f"step {step.pod}: kube-scheduler {_where(step.kube_node, step.kube_message)}, "
                     f"allot {_where(step.allot_node, step.allot_reason)}"
                 )
+            if step.choice_agrees is False:
+                out.append(
+                    f"step {step.pod}: kube-scheduler chose {step.kube_node}, which allot with its behaviour "
+                    f"does not score best (allot chose {step.allot_node})"
+                )
             if step.reasons_agree is False:
                 out.append(
                     f"step {step.pod}: reasons differ: kube-scheduler {step.kube_message!r}, allot {step.allot_reason!r}"
@@ -274,12 +291,25 @@ def compare_step(case: Case, index: int, decoded: Decoded | None = None) -> Step
         equivalent = run_allot(objects, profiles=KUBE_EQUIVALENT, decoded=decoded)
         if (step.pod in {b.pod for b in equivalent.bound}) == (step.node is not None):
             report.intended = report.intended_kind()
+    if report.kube_node is not None and report.allot_node is not None and not report.kube_victims:
+        report.node_scored_best = report.kube_node == report.allot_node or _scored_best(
+            objects, step.pod, report.kube_node, decoded
+        )
     if report.allot_node is not None or report.allot_victims:
         found = problems(after_objects(objects, result))
         if found:  # only what allot's decision broke (kube-scheduler's own are reported once, per case)
             before = set(problems(objects))
             report.invalid = [p for p in found if p not in before]
     return report
+
+
+def _scored_best(objects: Sequence[Obj], pod: str, node: str, decoded: Decoded | None) -> bool:
+    """Whether `node` is among the nodes allot, with kube-scheduler's behaviour, scores best for
+    `pod` on these objects."""
+    manifests = decoded.manifests(objects) if decoded is not None else _load(objects)
+    engine = build_engine(manifests, profiles=KUBE_EQUIVALENT, now=dump_time(manifests))
+    scores = engine.scheduler.node_scores(pod)
+    return node in scores and scores[node] == max(scores.values())
 
 
 def _placed(result: PlanResult, running: set[str]) -> set[str]:
@@ -316,7 +346,10 @@ def _explain(case: Case, report: CaseReport, running: set[str], decoded: Decoded
     allot with kube-scheduler's behaviour (KUBE_EQUIVALENT) placing what kube-scheduler placed
     means the difference is one of allot's additions. Otherwise, if allot's result moves with its
     tie-break seed, which pods fit depends on which of equally scored nodes earlier pods took
-    (kube-scheduler picks among those at random): "choice".
+    (kube-scheduler picks among those at random): "choice". So it is too if every step of
+    kube-scheduler's run is one allot with kube-scheduler's behaviour makes from the same state
+    (placed or not alike, kube-scheduler's node among those allot scores best, the same victims):
+    the runs then part only where kube-scheduler took another of equally good nodes.
     """
 
     def placed(profiles: Mapping[str, Profile] | None, seed: int) -> set[str]:
@@ -334,4 +367,21 @@ def _explain(case: Case, report: CaseReport, running: set[str], decoded: Decoded
         first = placed(profiles, 0)
         if any(placed(profiles, seed) != first for seed in SEEDS):
             return CHOICE
+    if all(_step_is_allots(case, i, decoded) for i in range(len(case.steps))):
+        return CHOICE
     return ""
+
+
+def _step_is_allots(case: Case, index: int, decoded: Decoded) -> bool:
+    """Whether allot with kube-scheduler's behaviour, from the state kube-scheduler had, could
+    have made kube-scheduler's decision at this step (up to a choice among equally scored nodes)."""
+    step = case.steps[index]
+    objects = state_before(case, index)
+    result = run_allot(objects, profiles=KUBE_EQUIVALENT, decoded=decoded)
+    node = {b.pod: b.node for b in result.bound}.get(step.pod)
+    if (node is None) != (step.node is None):
+        return False
+    victims = sorted(e.pod for e in result.evicted)
+    if victims or step.changes.deleted:
+        return victims == sorted(step.changes.deleted) and node == step.node
+    return step.node is None or node == step.node or _scored_best(objects, step.pod, step.node, decoded)

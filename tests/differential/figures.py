@@ -24,6 +24,8 @@ class Tally:
     reasons_agree: int = 0
     victims: int = 0
     victims_agree: int = 0
+    choices: int = 0
+    choices_agree: int = 0
     intended: dict[str, int] = field(default_factory=dict)
 
     def add(self, report: CaseReport) -> None:
@@ -41,6 +43,9 @@ class Tally:
             if step.victims_agree is not None:
                 self.victims += 1
                 self.victims_agree += step.victims_agree
+            if step.choice_agrees is not None:
+                self.choices += 1
+                self.choices_agree += step.choice_agrees
         self.whole_agree += report.whole_run_agrees
         self.whole_equivalent += report.equivalent_placed == report.kube_placed  # None: not planned
         if not report.whole_run_agrees and report.explanation:
@@ -61,6 +66,7 @@ class Tally:
             f" {self.whole_equivalent} with kube's behaviour)"
             f"  invalid {self.invalid}  reasons {self.reasons_agree}/{self.reasons}"
             f"  victims {self.victims_agree}/{self.victims}"
+            f"  nodes {self.choices_agree}/{self.choices}"
         )
 
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+from msgspec.structs import replace
 
+from allot.cluster.resources import DEFAULT_MEMORY_REQUEST, nonzero_cpu_memory
 from allot.cluster.state import ClusterState
-from allot.model.core import Taint, Toleration
+from allot.model.core import Pod, ResourceRequirements, Taint, Toleration
+from allot.model.loader import load_text
+from allot.model.quantity import Quantity
 from allot.scheduling.framework import Cycle
 from allot.scheduling.plugins.balanced_allocation import BalancedAllocation
 from allot.scheduling.profile import Profile
@@ -100,3 +104,55 @@ def test_percentage_of_nodes_to_score_follows_kube_scheduler() -> None:
     assert profile.feasible_nodes_to_find(10000) == 500  # floor of 5 %
     assert Profile(percentage_of_nodes_to_score=100).feasible_nodes_to_find(5000) == 5000
     assert Profile(percentage_of_nodes_to_score=1).feasible_nodes_to_find(5000) == 100
+
+
+# Pod-level requests (spec.resources) in NodeResourcesFit's score, as kube-scheduler v1.36.2 has
+# them (played on its binary: benchmarks/oddities/pod-level-scoring).
+
+
+def _pod_level(name: str, memory: str, **extra: object) -> Pod:
+    made = pod(name, cpu="1", memory="128Mi", **extra)  # type: ignore[arg-type]
+    level = ResourceRequirements(requests={"cpu": Quantity.parse("1"), "memory": Quantity.parse(memory)})
+    return replace(made, spec=replace(made.spec, resources=level))
+
+
+def test_the_pod_being_placed_is_scored_by_fit_without_its_pod_level_requests() -> None:
+    # Counting its 4224Mi at pod level, NodeResourcesFit would send it to the 128Gi node (85 to
+    # 81); kube-scheduler scores it as its containers' 128Mi (87 everywhere), and BalancedAllocation,
+    # which does count them, prefers the 32Gi node.
+    nodes = [
+        node("big", cpu="4", memory="128Gi"),
+        node("small", cpu="4", memory="32Gi"),
+        node("mid", cpu="4", memory="64Gi"),
+    ]
+    state = ClusterState(nodes=nodes, pods=[_pod_level("p", "4224Mi")])
+    assert chosen(state, "p") == "small"
+
+
+def test_a_pod_on_a_node_counts_its_pod_level_requests_in_fit() -> None:
+    nodes = [node("a", cpu="4", memory="64Gi"), node("b", cpu="4", memory="64Gi")]
+    pods = [
+        _pod_level("pod-level", "20Gi", node_name="a"),
+        pod("containers", cpu="1", memory="8Gi", node_name="b"),
+        pod("p", cpu="1", memory="128Mi"),
+    ]
+    assert chosen(ClusterState(nodes=nodes, pods=pods), "p") == "b"
+
+
+def test_non_zero_requests_count_every_container_that_asks_nothing() -> None:
+    (sidecar,) = load_text(
+        """
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: default}
+spec:
+  initContainers:
+  - {name: log, image: x, restartPolicy: Always}
+  - {name: setup, image: x, resources: {requests: {cpu: "2"}}}
+  containers: [{name: app, image: x, resources: {requests: {cpu: 500m, memory: 1Gi}}}]
+  overhead: {cpu: 250m}
+"""
+    ).of_kind(Pod)
+    # The sidecar counts 100m / 200Mi beside the app (600m), the setup container 2 CPUs beside
+    # the sidecar (2100m) is the floor, and the overhead comes on top.
+    assert nonzero_cpu_memory(sidecar) == (2350, 1024**3 + DEFAULT_MEMORY_REQUEST)

@@ -15,6 +15,7 @@ class PodInfo:
     key: str
     pod: Pod
     requests: Amounts
+    # CPU and memory as scores count them on a node (kube-scheduler's non-zero requests).
     nonzero: tuple[int, int]
     priority: int
     # (pod entry name, claim key) for each spec.resourceClaims entry, in spec order.
@@ -27,6 +28,9 @@ class PodInfo:
     # Requested resources that claims serve on its node (extended resources through DRA): not node usage.
     served_by_claims: frozenset[str] = frozenset()
     missing: list[str] = field(default_factory=list)
+    # The same as NodeResourcesFit scores the pod while it is being placed: without its pod-level
+    # requests, as kube-scheduler v1.36 does.
+    incoming_nonzero: tuple[int, int] = (0, 0)
 
     @property
     def bound(self) -> bool:

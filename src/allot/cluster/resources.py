@@ -14,7 +14,7 @@ container aggregate for the resources they name.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 from allot.model.core import Container, Pod
 from allot.model.quantity import Quantity
@@ -54,21 +54,29 @@ def max_into(total: Amounts, other: Mapping[str, int]) -> None:
             total[name] = value
 
 
-def _sum(containers: Iterable[Container]) -> Amounts:
-    total: Amounts = {}
-    for container in containers:
-        add_into(total, amounts(container.resources.requests))
-    return total
+def _container_requests(container: Container) -> Amounts:
+    return amounts(container.resources.requests)
 
 
-def pod_requests(pod: Pod) -> Amounts:
-    """The resources `pod` needs on a node (without the pod slot itself)."""
+def _non_zero_requests(container: Container) -> Amounts:
+    """A container's requests with the CPU and memory it does not ask for counted as kube-scheduler's
+    scoring defaults (NonMissingContainerRequests: missing, not zero)."""
+    found = amounts(container.resources.requests)
+    found.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
+    found.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
+    return found
+
+
+def _aggregate(pod: Pod, of: Callable[[Container], Amounts], *, pod_level: bool) -> Amounts:
+    """The Kubernetes rule (module docstring) over `of` each container's amounts."""
     spec = pod.spec
-    requests = _sum(spec.containers)
+    requests: Amounts = {}
+    for container in spec.containers:
+        add_into(requests, of(container))
     sidecars: Amounts = {}
     init_peak: Amounts = {}
     for container in spec.init_containers:
-        own = amounts(container.resources.requests)
+        own = of(container)
         if container.restart_policy == "Always":
             # A sidecar keeps running beside the app containers and the init containers after it.
             add_into(requests, own)
@@ -79,20 +87,26 @@ def pod_requests(pod: Pod) -> Amounts:
             add_into(phase, sidecars)
         max_into(init_peak, phase)
     max_into(requests, init_peak)
-    if spec.resources is not None:
+    if pod_level and spec.resources is not None:
         for name in POD_LEVEL_RESOURCES:
             if name in spec.resources.requests:
                 requests[name] = amount(name, spec.resources.requests[name])
     add_into(requests, amounts(spec.overhead))
-    return {name: value for name, value in requests.items() if value}
+    return requests
 
 
-def nonzero_cpu_memory(pod: Pod) -> tuple[int, int]:
-    """CPU (milli) and memory (bytes) for scoring: containers asking nothing count as a small default."""
-    cpu = memory = 0
-    for container in pod.spec.containers:
-        requests = container.resources.requests
-        cpu += amount(CPU, requests[CPU]) if CPU in requests else DEFAULT_MILLI_CPU_REQUEST
-        memory += amount(MEMORY, requests[MEMORY]) if MEMORY in requests else DEFAULT_MEMORY_REQUEST
-    exact = pod_requests(pod)
-    return max(cpu, exact.get(CPU, 0)), max(memory, exact.get(MEMORY, 0))
+def pod_requests(pod: Pod) -> Amounts:
+    """The resources `pod` needs on a node (without the pod slot itself)."""
+    return {
+        name: value for name, value in _aggregate(pod, _container_requests, pod_level=True).items() if value
+    }
+
+
+def nonzero_cpu_memory(pod: Pod, *, pod_level: bool = True) -> tuple[int, int]:
+    """CPU (milli) and memory (bytes) for scoring, as kube-scheduler's non-zero requests: each
+    container and init container counts 100m CPU / 200Mi memory for what it does not ask for, then
+    the pod's rule as for its requests. Without `pod_level`, pod-level requests are not applied
+    (what kube-scheduler v1.36's NodeResourcesFit scores the incoming pod with; the pods already on
+    a node count theirs)."""
+    found = _aggregate(pod, _non_zero_requests, pod_level=pod_level)
+    return found.get(CPU, 0), found.get(MEMORY, 0)

@@ -281,6 +281,7 @@ class ClusterState:
             pod=pod,
             requests=pod_requests(pod),
             nonzero=nonzero_cpu_memory(pod),
+            incoming_nonzero=nonzero_cpu_memory(pod, pod_level=False),
             priority=resolve_priority(pod, self.priority_classes),
             claims=tuple(entries),
             sequence=self._sequence,
@@ -733,6 +734,7 @@ class ClusterState:
             info.claims, info.missing = tuple(entries), missing
             info.requests = pod_requests(pod)
             info.nonzero = nonzero_cpu_memory(pod)
+            info.incoming_nonzero = nonzero_cpu_memory(pod, pod_level=False)
             info.priority = resolve_priority(pod, self.priority_classes)
         self._emit(ClusterEvent(ClusterEventKind.POD_UPDATED, info.node, info.priority, pod.key))
         return info

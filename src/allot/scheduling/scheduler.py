@@ -214,6 +214,46 @@ class Scheduler:
 
     def place(self, pod_key: str, *, allowed: BoolArray | None = None, allowed_reason: str = "") -> Outcome:
         """Where the pod would go now; changes nothing."""
+        filtered = self._filtered(pod_key, allowed, allowed_reason)
+        if isinstance(filtered, Unschedulable):
+            return filtered
+        cycle, plugins, feasible = filtered
+        state = self.state
+        scores = self._scores(cycle, plugins, feasible)
+        for position in self._ranked(pod_key, feasible, scores):
+            index = int(feasible[position])
+            refused = next(
+                (s for s in (r.reserve(cycle, index) for r in plugins.reservers) if not s.ok), None
+            )
+            if refused is None:
+                node = state.nodes.infos[index].name
+                return Placement(
+                    pod_key,
+                    node,
+                    dict(cycle.allocations),
+                    float(scores[position]),
+                    new_claims=dict(cycle.new_claims),
+                    served_by_claims=cycle.served_by_claims,
+                    extended=cycle.extended,
+                    volumes=tuple(cycle.volumes),
+                )
+            cycle.allocations.clear()
+            cycle.new_claims.clear()
+            cycle.extended = None
+            cycle.volumes.clear()
+            # The node passed the filters but a plugin refused to reserve it: that is its reason.
+            cycle.node_statuses[index] = refused
+        names = {
+            state.nodes.infos[int(i)].name: cycle.node_statuses.get(int(i), Status(Code.ERROR))
+            for i in feasible
+        }
+        return Unschedulable(pod_key, Diagnosis(state.nodes.size, names))
+
+    def _filtered(
+        self, pod_key: str, allowed: BoolArray | None = None, allowed_reason: str = ""
+    ) -> Unschedulable | tuple[Cycle, ProfilePlugins, IntArray]:
+        """The pod's cycle after pre-filters and filters, with the nodes that passed them (or why
+        none did)."""
         state = self.state
         info = state.pods[pod_key]
         total = state.nodes.size
@@ -259,37 +299,26 @@ class Scheduler:
             statuses = NodeStatuses(rejections, cycle.node_statuses, state.nodes.infos)
             return Unschedulable(pod_key, Diagnosis(total, statuses))
 
+        return cycle, plugins, feasible
+
+    @staticmethod
+    def _scores(cycle: Cycle, plugins: ProfilePlugins, feasible: IntArray) -> FloatArray:
         scores = np.zeros(feasible.size, dtype=np.float64)
         for scorer, weight in plugins.scorers:
             scores += weight * scorer.score(cycle, feasible)
-        for position in self._ranked(pod_key, feasible, scores):
-            index = int(feasible[position])
-            refused = next(
-                (s for s in (r.reserve(cycle, index) for r in plugins.reservers) if not s.ok), None
-            )
-            if refused is None:
-                node = state.nodes.infos[index].name
-                return Placement(
-                    pod_key,
-                    node,
-                    dict(cycle.allocations),
-                    float(scores[position]),
-                    new_claims=dict(cycle.new_claims),
-                    served_by_claims=cycle.served_by_claims,
-                    extended=cycle.extended,
-                    volumes=tuple(cycle.volumes),
-                )
-            cycle.allocations.clear()
-            cycle.new_claims.clear()
-            cycle.extended = None
-            cycle.volumes.clear()
-            # The node passed the filters but a plugin refused to reserve it: that is its reason.
-            cycle.node_statuses[index] = refused
-        names = {
-            state.nodes.infos[int(i)].name: cycle.node_statuses.get(int(i), Status(Code.ERROR))
-            for i in feasible
-        }
-        return Unschedulable(pod_key, Diagnosis(total, names))
+        return scores
+
+    def node_scores(self, pod_key: str) -> dict[str, float]:
+        """Every node the pod passes the filters on now, with its total score, as `place` ranks
+        them (before reserve; empty where none passes). Changes nothing: it tells which nodes tie
+        at the top, to explain a choice rather than make one."""
+        filtered = self._filtered(pod_key)
+        if isinstance(filtered, Unschedulable):
+            return {}
+        cycle, plugins, feasible = filtered
+        scores = self._scores(cycle, plugins, feasible)
+        infos = self.state.nodes.infos
+        return {infos[int(i)].name: float(v) for i, v in zip(feasible, scores, strict=True)}
 
     def fits_on(self, pod_key: str, index: int) -> bool:
         """Whether the pod passes every filter on node `index` now (scores and reserve are not run,

@@ -228,7 +228,9 @@ class NodeResourcesFit:
 
     def score(self, cycle: Cycle, nodes: IntArray) -> FloatArray:
         table = cycle.state.nodes
-        pod_cpu, pod_memory = (saturate(amount) for amount in cycle.pod.nonzero)
+        # kube-scheduler v1.36 scores the pod without its pod-level requests (checked against its
+        # binary: benchmarks/oddities/pod-level-scoring), the pods already there with theirs.
+        pod_cpu, pod_memory = (saturate(amount) for amount in cycle.pod.incoming_nonzero)
         total = np.zeros(nodes.size, dtype=np.int64)
         # The weights of the resources each node counts: a number while every node counts every
         # resource so far (the usual case), an array once some node leaves one out.

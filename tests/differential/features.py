@@ -52,6 +52,9 @@ ALL_FEATURES: tuple[str, ...] = (
     "ephemeral-storage",
     "max-pods",
     "pod-level-resources",
+    "preferred-pod-affinity",
+    "soft-spread",
+    "cached-images",
 )
 # A node that takes fewer pods than this counts as `max-pods` (kubelet's default is 110).
 _FEW_PODS = 20
@@ -121,6 +124,15 @@ def _pod_features(pod: Mapping[str, Any], tags: set[str]) -> None:
     if (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution"):
         tags.add("pod-anti-affinity")
     if any(
+        (affinity.get(kind) or {}).get("preferredDuringSchedulingIgnoredDuringExecution")
+        for kind in ("podAffinity", "podAntiAffinity")
+    ):
+        tags.add("preferred-pod-affinity")
+    if any(
+        c.get("whenUnsatisfiable") == "ScheduleAnyway" for c in spec.get("topologySpreadConstraints") or []
+    ):
+        tags.add("soft-spread")
+    if any(
         c.get("whenUnsatisfiable") == "DoNotSchedule" for c in spec.get("topologySpreadConstraints") or []
     ):
         tags.add("topology-spread")
@@ -171,6 +183,8 @@ def features_of(objects: Iterable[Mapping[str, Any]]) -> frozenset[str]:
                 tags.add("node-taints")
             if spec.get("unschedulable"):
                 tags.add("cordoned")
+            if (obj.get("status") or {}).get("images"):
+                tags.add("cached-images")
             pods_allowed = ((obj.get("status") or {}).get("allocatable") or {}).get("pods")
             if pods_allowed is not None and int(pods_allowed) < _FEW_PODS:
                 tags.add("max-pods")

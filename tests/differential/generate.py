@@ -89,6 +89,23 @@ SHAPE_FAMILIES: dict[str, float] = {
     "max-pods": 0.2,
     "pod-level-resources": 0.15,
 }
+# What only scores decide (the step comparison holds kube-scheduler's node to allot's best-scored
+# ones), drawn from a third stream (`_Generator.soft`): preferred pod affinity and anti-affinity,
+# ScheduleAnyway spreading, and images some nodes have cached (ImageLocality).
+SOFT_FAMILIES: dict[str, float] = {
+    "preferred-pod-affinity": 0.3,
+    "soft-spread": 0.25,
+    "cached-images": 0.3,
+}
+APPS = ("web", "batch", "cache")
+# Image names with the sizes nodes report for them. ImageLocality scores a node by the size of the
+# pod's images there times the share of nodes holding them, over 23 MiB to 1000 MiB a container:
+# the large one decides between nodes, the small one barely counts.
+IMAGES = {
+    "example.com/train:1": 2 * 2**30,
+    "example.com/serve:1": 800 * 2**20,
+    "example.com/tools:1": 60 * 2**20,
+}
 RUNTIME_CLASS = "sandboxed"
 # A VM-sandboxed runtime's overhead; large enough to decide whether a pod fits a tight node.
 OVERHEAD = {"cpu": "500m", "memory": "512Mi"}
@@ -169,6 +186,8 @@ class _Generator:
             self.families -= {"selectors", "first-available", "shared-claim"}
         self.shapes = random.Random(f"pod-shapes:{seed}")
         self.families |= {f for f, chance in SHAPE_FAMILIES.items() if self.shapes.random() < chance}
+        self.soft = random.Random(f"soft-constraints:{seed}")
+        self.families |= {f for f, chance in SOFT_FAMILIES.items() if self.soft.random() < chance}
         self.nodes: list[_Node] = []
         self.cluster: list[Obj] = []
         self.templates: dict[tuple[str, str], str] = {}  # (namespace, spec yaml) -> name
@@ -234,6 +253,10 @@ class _Generator:
                 amounts["pods"] = str(self.shapes.randint(2, 5))
             if self.has("ephemeral-storage"):
                 amounts["ephemeral-storage"] = f"{self.shapes.choice((10, 20, 50))}Gi"
+            images = []
+            if self.has("cached-images"):
+                held = [name for name in sorted(IMAGES) if self.soft.random() < 0.5]
+                images = [{"names": [name], "sizeBytes": IMAGES[name]} for name in held]
             spec: Obj = {}
             if node.taints:
                 spec["taints"] = node.taints
@@ -244,7 +267,7 @@ class _Generator:
                 "metadata": {"name": node.name, "labels": dict(node.labels)},
                 "spec": spec,
                 "status": {
-                    "allocatable": amounts, "capacity": dict(amounts),
+                    "allocatable": amounts, "capacity": dict(amounts), **({"images": images} if images else {}),
                     "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                                     "message": "kubelet is posting ready status"}],
                 },
@@ -649,7 +672,39 @@ class _Generator:
         self._node_affinity(pod)
         self._priority(pod, running)
         self._shape(pod)
+        self._soften(pod)
         return pod
+
+    def _soften(self, pod: Obj) -> None:
+        """Preferred pod (anti-)affinity, ScheduleAnyway spreading, cached images (SOFT_FAMILIES)."""
+        soft = self.soft
+        spec = pod["spec"]
+        app = soft.choice(APPS)
+        if self.families & {"preferred-pod-affinity", "soft-spread"}:
+            pod["metadata"].setdefault("labels", {})["tier"] = app
+        if self.has("preferred-pod-affinity") and soft.random() < 0.5:
+            kind = soft.choice(("podAffinity", "podAntiAffinity"))
+            term = {
+                "weight": soft.choice((1, 10, 50, 100)),
+                "podAffinityTerm": {
+                    "labelSelector": {"matchLabels": {"tier": soft.choice(APPS)}},
+                    "topologyKey": soft.choice((HOSTNAME, ZONE)),
+                },
+            }
+            spec.setdefault("affinity", {})[kind] = {
+                "preferredDuringSchedulingIgnoredDuringExecution": [term]
+            }
+        if self.has("soft-spread") and soft.random() < 0.5:
+            spec["topologySpreadConstraints"] = [
+                {
+                    "maxSkew": soft.choice((1, 2)),
+                    "topologyKey": soft.choice((HOSTNAME, ZONE)),
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {"matchLabels": {"tier": app}},
+                }
+            ]
+        if self.has("cached-images") and soft.random() < 0.6:
+            self._container(pod)["image"] = soft.choice(sorted(IMAGES))
 
     def _shape(self, pod: Obj) -> None:
         """Init containers, sidecars, a RuntimeClass with overhead, ephemeral storage (SHAPE_FAMILIES)."""

@@ -164,6 +164,36 @@ def test_victim_sets_too_small_to_free_the_gpus_are_not_put_to_the_filters(
     assert left_when_asked and set(left_when_asked) == {0}
 
 
+def test_a_node_where_the_pod_fits_with_no_pod_left_is_given_up_after_one_refused_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each node runs a pod of higher priority that takes 2 of its 8 CPUs, and big asks for 7: no
+    # set of the movable pods leaving helps. On n1 the four three-pod sets each free enough GPUs;
+    # the first refused one sends the filters to the node with every movable pod gone, which
+    # refuses too, and the other sets are not tried.
+    running = [gpu_pod(f"a{i}", 1, on="n1") for i in range(4)]
+    running += [gpu_pod(f"{n}{i}", 1, on=f"n{k}") for k, n in ((2, "b"), (3, "c")) for i in range(2)]
+    running += [pod(f"keep{k}", cpu="2", node_name=f"n{k}", priority=10) for k in (1, 2, 3)]
+    e = engine([*running, pod("big", cpu="7", extended={GPU: "3"})])
+    asked: dict[int, int] = {}
+    real_fits_on = e.scheduler.fits_on
+
+    def fits_on(pod_key: str, index: int) -> bool:
+        if pod_key == "default/big":
+            asked[index] = asked.get(index, 0) + 1
+        return real_fits_on(pod_key, index)
+
+    monkeypatch.setattr(e.scheduler, "fits_on", fits_on)
+    result = e.cycle()
+    assert moves(result) == [] and "default/big" not in bound(result)
+    assert asked and max(asked.values()) <= 2, asked
+    assert e.state.pods["default/big"].node is None
+    assert {info.key for info in e.state.pods_on(0)} == {
+        "default/keep1",
+        *(f"default/a{i}" for i in range(4)),
+    }
+
+
 def test_with_kueue_a_pod_outside_it_that_arrives_later_is_placed_by_moves() -> None:
     running = [gpu_pod("a", 1, on="n1"), gpu_pod("b", 1, on="n1"), gpu_pod("c", 1, on="n2")]
     running += [gpu_pod(name, 1, on="n3") for name in ("d", "e", "f")]

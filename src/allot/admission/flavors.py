@@ -144,14 +144,17 @@ class PodSetAssignment:
     flavors: Mapping[str, FlavorChoice]
     requests: Mapping[str, int]
     reasons: tuple[str, ...] = ()
+    # Worked out once: the admission cycle asks an assignment's mode many times.
+    mode: Mode = field(init=False, repr=False, compare=False)
 
-    @property
-    def mode(self) -> Mode:
+    def __post_init__(self) -> None:
         if not self.reasons:
-            return Mode.FIT
-        if not self.flavors:
-            return Mode.NO_FIT
-        return min(choice.mode for choice in self.flavors.values())
+            mode = Mode.FIT
+        elif not self.flavors:
+            mode = Mode.NO_FIT
+        else:
+            mode = min(choice.mode for choice in self.flavors.values())
+        object.__setattr__(self, "mode", mode)
 
     def flavor_names(self) -> tuple[str, ...]:
         return tuple(sorted({choice.flavor for choice in self.flavors.values()}))
@@ -166,12 +169,11 @@ class Assignment:
     usage: Mapping[FlavorResource, int] = field(default_factory=lambda: MappingProxyType({}))
     borrowing: int = 0
     reason: str = ""
+    mode: Mode = field(init=False, repr=False, compare=False)
 
-    @property
-    def mode(self) -> Mode:
-        if not self.pod_sets or self.reason:
-            return Mode.NO_FIT
-        return min(ps.mode for ps in self.pod_sets)
+    def __post_init__(self) -> None:
+        mode = Mode.NO_FIT if not self.pod_sets or self.reason else min(ps.mode for ps in self.pod_sets)
+        object.__setattr__(self, "mode", mode)
 
     @property
     def borrows(self) -> bool:

@@ -37,9 +37,13 @@ class Nominee:
     usage: Mapping[FlavorResource, int]
 
 
-# Per nominee key: the usage it was judged with, the usage generations of its path, and its DRS
-# at each cohort above its ClusterQueue (a nominee's values read nothing else).
-TournamentMemo = dict[str, tuple[Mapping[FlavorResource, int], tuple[int, ...], list[tuple[int, DRS]]]]
+# Per (ClusterQueue, identity of the usage a nominee would add): that usage, the usage generations
+# of the ClusterQueue's path, and the DRS at each cohort above it. A nominee's values read nothing
+# else, so equivalent workloads that share one assignment (and its usage) share one entry; the usage
+# is kept in the entry, so its identity is not reused while the entry lives.
+TournamentMemo = dict[
+    tuple[str, int], tuple[Mapping[FlavorResource, int], tuple[int, ...], list[tuple[int, DRS]]]
+]
 
 
 def run_tournament(
@@ -63,13 +67,14 @@ def run_tournament(
             continue
         path = [cq, *cq.ancestors()]
         generations = tuple(node.usage_generation for node in path)
-        known = memo.get(nominee.key) if memo is not None else None
+        slot = (cq.name, id(nominee.usage))
+        known = memo.get(slot) if memo is not None else None
         if known is not None and known[0] is nominee.usage and known[1] == generations:
             levels = known[2]
         else:
             levels = _levels(shares, cq, nominee)
             if memo is not None:
-                memo[nominee.key] = (nominee.usage, generations, levels)
+                memo[slot] = (nominee.usage, generations, levels)
         for level, drs in levels:
             values[(level, nominee.key)] = drs
     less = _comparer(values, prioritize_non_borrowing)

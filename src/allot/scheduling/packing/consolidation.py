@@ -215,16 +215,37 @@ class Consolidator:
         # member lacks fails without asking the filters (counted as a check all the same).
         short = occupancy.whole_need(info) - occupancy.untouched_for(info, index)
 
+        def too_few_gpus(removed: Sequence[PodInfo]) -> bool:
+            return short > 0 and sum(gpus[v.key] for v in removed) < short
+
         def fits_without(removed: Sequence[PodInfo]) -> bool:
-            if short > 0 and sum(gpus[v.key] for v in removed) < short:
-                return False
             with journal.transaction():
                 for victim in removed:
                     state.unbind(victim.key)
                 return scheduler.fits_on(member, index)
 
-        if not fits_without(victims[: len(victims)]):
+        # Whether the member fits with every victim gone decides first: None if not. Where taking
+        # pods off the node can only help the member (`_only_helped_by_leaving`), a smaller set that
+        # fits answers that question too, so it is asked only once the filters refuse a set (so
+        # that a node where nothing helps still costs one check more, not every set).
+        everyone = list(victims)
+        deferred = self._only_helped_by_leaving(member)
+        if too_few_gpus(everyone) or (not deferred and not fits_without(everyone)):
             return None
+
+        def fits(removed: Sequence[PodInfo]) -> bool | None:
+            """Whether it fits without `removed`; None when it cannot fit even without every victim."""
+            nonlocal deferred
+            if too_few_gpus(removed):
+                return False
+            if fits_without(removed):
+                return True
+            if deferred:
+                deferred = False
+                if not fits_without(everyone):
+                    return None
+            return False
+
         checks = 1
         limit = min(budget, len(victims))
         for size in range(1, limit + 1):
@@ -234,11 +255,16 @@ class Consolidator:
             )
             for chosen in sets:
                 if size == len(victims):
+                    if deferred and not fits_without(everyone):
+                        return None
                     return list(chosen)
                 if checks >= MAX_CHECKS:
                     break
                 checks += 1
-                if fits_without(chosen):
+                fitted = fits(chosen)
+                if fitted is None:
+                    return None
+                if fitted:
                     return list(chosen)
             if checks >= MAX_CHECKS:
                 break
@@ -248,9 +274,22 @@ class Consolidator:
             taken.append(victim)
             if len(taken) > budget:
                 return None
-            if fits_without(taken):
+            fitted = fits(taken)
+            if fitted is None:
+                return None
+            if fitted:
                 return taken
         return None
+
+    def _only_helped_by_leaving(self, member: str) -> bool:
+        """Whether pods leaving a node can only help `member` fit there: it asks for no pod
+        affinity, spreading or volumes, no bound pod has required anti-affinity, and none of its
+        claims is allocated (a shared claim a victim holds would be released with it)."""
+        state = self.state
+        info = state.pods[member]
+        if depends_on_other_nodes(self.scheduler, member):
+            return False
+        return all(claim.status.allocation is None for claim in state.pod_claims(info))
 
     def _move_out(
         self, member: str, index: int, chosen: list[PodInfo], allowed: BoolArray | None

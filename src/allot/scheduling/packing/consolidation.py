@@ -181,11 +181,12 @@ class Consolidator:
         # A pod that could run on no other node as the cluster stands cannot be moved out: a node
         # where every victim is such a pod, or a set that holds one, would fail when moved.
         relocatable = _Relocatable(self.scheduler, allowed, self._classes)
+        helped_only = self._only_helped_by_leaving(member)
         options: list[tuple[tuple[int, int, int], int, list[PodInfo]]] = []
         for index, victims in candidates:
             if not any(relocatable(v) for v in victims):
                 continue
-            chosen = self._fewest(member, index, victims, budget)
+            chosen = self._fewest(member, index, victims, budget, helped_only=helped_only)
             if chosen is not None and all(relocatable(v) for v in chosen):
                 gpus = sum(_gpus(self.state, v.key) for v in chosen)
                 options.append(((len(chosen), gpus, ties[index]), index, chosen))
@@ -199,7 +200,9 @@ class Consolidator:
                     return made
         return None
 
-    def _fewest(self, member: str, index: int, victims: list[PodInfo], budget: int) -> list[PodInfo] | None:
+    def _fewest(
+        self, member: str, index: int, victims: list[PodInfo], budget: int, *, helped_only: bool = False
+    ) -> list[PodInfo] | None:
         """The fewest victims whose leaving lets `member` fit node `index` (then the fewest GPUs, then
         the most recently started); None when even all of them (or `budget` of them) are not enough.
 
@@ -225,26 +228,27 @@ class Consolidator:
                 return scheduler.fits_on(member, index)
 
         # Whether the member fits with every victim gone decides first: None if not. Where taking
-        # pods off the node can only help the member (`_only_helped_by_leaving`), a smaller set that
-        # fits answers that question too, so it is asked only once the filters refuse a set (so
-        # that a node where nothing helps still costs one check more, not every set).
+        # pods off the node can only help the member (`helped_only`, see `_only_helped_by_leaving`),
+        # a smaller set that fits answers that question too, so it is put to the filters only once
+        # they refuse a set (a node where nothing helps costs one check more, not every set).
         everyone = list(victims)
-        deferred = self._only_helped_by_leaving(member)
-        if too_few_gpus(everyone) or (not deferred and not fits_without(everyone)):
+        everyone_fits: list[bool] = []
+
+        def fits_without_everyone() -> bool:
+            if not everyone_fits:
+                everyone_fits.append(fits_without(everyone))
+            return everyone_fits[0]
+
+        if too_few_gpus(everyone) or (not helped_only and not fits_without_everyone()):
             return None
 
         def fits(removed: Sequence[PodInfo]) -> bool | None:
             """Whether it fits without `removed`; None when it cannot fit even without every victim."""
-            nonlocal deferred
             if too_few_gpus(removed):
                 return False
             if fits_without(removed):
                 return True
-            if deferred:
-                deferred = False
-                if not fits_without(everyone):
-                    return None
-            return False
+            return False if fits_without_everyone() else None
 
         checks = 1
         limit = min(budget, len(victims))
@@ -255,9 +259,7 @@ class Consolidator:
             )
             for chosen in sets:
                 if size == len(victims):
-                    if deferred and not fits_without(everyone):
-                        return None
-                    return list(chosen)
+                    return list(chosen) if fits_without_everyone() else None
                 if checks >= MAX_CHECKS:
                     break
                 checks += 1

@@ -186,3 +186,20 @@ def test_scenario_files_in_folders_resolve_manifests_relative_to_the_file(tmp_pa
     scenario.write_text(SMALL.replace("cluster:\n", "cluster:\n  manifests: [cluster]\n"))
     loaded = load_scenario(scenario)
     assert "extra" in {o.name for o in loaded.manifests.objects}
+
+
+def test_quota_holds_are_on_in_fair_and_a_policy_switch_turns_them_off() -> None:
+    text = (
+        SMALL
+        + """
+policies:
+  fair-no-holds: {base: fair, quotaHolds: false}
+  kueue-holds: {base: kueue, quotaHolds: true}
+"""
+    )
+    policies = {p.name: p for p in prepared(text, policies=["fair", "fair-no-holds", "kueue-holds"]).policies}
+    assert policies["fair"].quota_holds
+    assert not policies["fair-no-holds"].quota_holds and policies["fair-no-holds"].reservations
+    assert policies["kueue-holds"].quota_holds
+    bad = SMALL + "\npolicies:\n  odd: {base: fair, quotaHolds: maybe}\n"
+    assert any("quotaHolds" in e for e in errors_of(bad))

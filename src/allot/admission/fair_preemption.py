@@ -76,7 +76,16 @@ def _borrowing_in(node: Node, frs: frozenset[tuple[str, str]]) -> bool:
 
 def find_candidates(world: World, preemptor: Preemptor) -> list[Admitted]:
     """The candidates in victim order (the same list for every preemptor alike at one usage
-    generation: callers only read it)."""
+    generation: callers only read it). Protected workloads of other queues are candidates only
+    for a preemptor that stays within its nominal quota."""
+    found = _cached_candidates(world, preemptor)
+    if any(w.protected for w in found) and not _within_nominal(world, preemptor, usage_added=False):
+        own = preemptor.cluster_queue
+        return [w for w in found if not w.protected or w.cluster_queue == own]
+    return found
+
+
+def _cached_candidates(world: World, preemptor: Preemptor) -> list[Admitted]:
     if preemptor.cluster_queue in world.ordered_by_time:
         return _find_candidates(world, preemptor)
     stamp = preemptor.order_time if timestamp_matters(world.policies[preemptor.cluster_queue]) else None

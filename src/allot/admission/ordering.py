@@ -34,6 +34,9 @@ class Admitted:
     admitted_at: float
     usage: Mapping[FlavorResource, int]
     evicting: bool = False
+    # Admitted on quota kept for it (allot.engine.quota_hold): other queues take it back by
+    # fair-sharing preemption only to stay within their nominal quota.
+    protected: bool = False
     # `usage` restricted to the pairs a search reads, and those pairs (`World.usage_of`'s cache).
     restricted: tuple[frozenset[FlavorResource], Mapping[FlavorResource, int]] | None = field(
         default=None, compare=False, repr=False

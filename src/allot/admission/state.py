@@ -516,8 +516,12 @@ class AdmissionState:
 
     # --- admit / finish / evict ---------------------------------------------------
 
-    def admit(self, workload: Workload, assignment: Assignment, now: float) -> None:
-        """Reserve quota for a placed workload (journaled, with the AFS entry penalty)."""
+    def admit(
+        self, workload: Workload, assignment: Assignment, now: float, *, protected: bool = False
+    ) -> None:
+        """Reserve quota for a placed workload (journaled, with the AFS entry penalty). A
+        `protected` one is taken back by other queues' fair-sharing preemption only to keep
+        within their nominal quota (`Admitted.protected`)."""
         entry = self.entries.get(workload.key)
         if entry is None or entry.state != PENDING or entry.cluster_queue is None:
             raise AdmissionError(f"workload {workload.key} is not pending in a ClusterQueue")
@@ -532,7 +536,7 @@ class AdmissionState:
                     f"workload {workload.key} does not fit ClusterQueue {cq}: {fr[1]} in flavor {fr[0]} "
                     f"needs {format_amount(fr[1], value)}, {format_amount(fr[1], free)} available"
                 )
-        self._record_admission(entry, assignment.usage, now)
+        self._record_admission(entry, assignment.usage, now, protected=protected)
 
     def _record_admission(
         self,
@@ -541,6 +545,7 @@ class AdmissionState:
         now: float,
         *,
         admitted_at: float | None = None,
+        protected: bool = False,
     ) -> None:
         """Charge quota and move the workload from its queue to the admitted set (journaled)."""
         cq = entry.cluster_queue
@@ -557,6 +562,7 @@ class AdmissionState:
             order_time=entry.order_time,
             admitted_at=now if admitted_at is None else admitted_at,
             usage=frozen,
+            protected=protected,
         )
         self._put(self.admitted[cq], key, record)
         self._setattr(entry, "state", ADMITTED)

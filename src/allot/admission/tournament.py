@@ -82,9 +82,15 @@ def run_tournament(
 
 
 def _levels(shares: ShareCalculator, cq: Node, nominee: Nominee) -> list[tuple[int, DRS]]:
-    """For each cohort above `cq`, the DRS of its child on the path with the nominee admitted
-    (computed, not applied)."""
-    added = {id(node): extra for node, extra in bubbled(cq, nominee.usage)}
+    return shares_by_cohort(shares, cq, nominee.usage)
+
+
+def shares_by_cohort(
+    shares: ShareCalculator, cq: Node, usage: Mapping[FlavorResource, int] | None
+) -> list[tuple[int, DRS]]:
+    """For each cohort above `cq` (by id, bottom-up), the DRS of its child on the path with `usage`
+    added to `cq` (computed, not applied): what fair sharing compares at that cohort."""
+    added = {id(node): extra for node, extra in bubbled(cq, usage)} if usage else {}
     levels: list[tuple[int, DRS]] = []
     child = cq
     for ancestor in cq.ancestors():

@@ -155,7 +155,7 @@ class Consolidating(WaitingWork):
                 return None
             if workload is not None and assignment is not None:
                 assert self.admission is not None
-                self.admission.admit(workload, assignment, now)
+                self.admission.admit(workload, assignment, now, protected=self.holds_quota(workload.key))
             tx.commit()
         for move in result.moves:
             decisions.append(Evicted(move.pod, move.reason(unit.key), unit.members[0]))

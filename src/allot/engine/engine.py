@@ -47,6 +47,7 @@ from allot.engine.futile import FutilePreemptions
 from allot.engine.pod_path import PodPath
 from allot.engine.policy import EnginePolicy
 from allot.engine.queueing import OrderKey, QueueingConfig, SchedulingQueue
+from allot.engine.quota_hold import QuotaHold, QuotaHolding
 from allot.engine.reserve import Hold, Reserving
 from allot.engine.waiting import WaitingSnapshot
 from allot.engine.workload_hints import PlacementWaits
@@ -69,7 +70,7 @@ _ADMISSION_KINDS = {
 }
 
 
-class Engine(PodPath, Consolidating, Reserving):
+class Engine(PodPath, Consolidating, Reserving, QuotaHolding):
     """Decides where pending work goes; see the module docstring for the cycle."""
 
     def __init__(
@@ -110,6 +111,8 @@ class Engine(PodPath, Consolidating, Reserving):
         # A node held for a large waiting job, when pods were bound, and the cycle's time
         # (allot.engine.reserve); the scheduler asks `held_from` when reservations are on.
         self._holds: list[Hold] = []
+        # Per root cohort, the workload its freed quota is kept for (allot.engine.quota_hold).
+        self._quota_holds: dict[str, QuotaHold] = {}
         # The waiting work listed once per cycle for consolidation and reservations (engine/waiting.py).
         self._waiting_snapshot: WaitingSnapshot | None = None
         self._class_numbers: dict[object, int] = {}
@@ -385,6 +388,7 @@ class Engine(PodPath, Consolidating, Reserving):
         self._schedule_pods(now, decisions)
         self._consolidate(now, decisions)
         self._reserve(now, decisions)
+        self._hold_quota()
         return CycleResult(tuple(decisions))
 
     def _gpu_occupancy(self) -> GpuOccupancy:
@@ -492,6 +496,13 @@ class Engine(PodPath, Consolidating, Reserving):
                     waits.turn_ended(workload.key)
                 self._tell_waiting(decisions, workload, reason)
                 continue
+            refusal = self.quota_refusal(workload, assignment)
+            if refusal is not None:
+                admission.park(workload, ParkReason.quota(refusal))
+                if waits is not None:
+                    waits.turn_ended(workload.key)
+                self._tell_waiting(decisions, workload, refusal)
+                continue
             probes = self._probes(workload.pods)
             group = waits.group_of(workload.key, assignment, probes) if waits is not None else None
             known = waits.waiting_reason(group) if waits is not None else None
@@ -534,7 +545,7 @@ class Engine(PodPath, Consolidating, Reserving):
                 if not failure:
                     for target in targets or ():
                         self._release_workload(target.workload_key, target.message(workload.key), now)
-                    admission.admit(workload, assignment, now)
+                    admission.admit(workload, assignment, now, protected=self.holds_quota(workload.key))
                     tx.commit()
             if failure:
                 quota = failure.startswith("quota:")
@@ -672,6 +683,8 @@ class Engine(PodPath, Consolidating, Reserving):
         }
         decisions.append(Admitted(workload.key, cluster_queue, flavors, assignment.borrows))
         self._forget_workload(workload.key)
+        if self._quota_holds:
+            self._release_quota_hold(workload.key)
 
     def _place_workload(self, workload: Workload, assignment: object) -> list[Placement] | str:
         """Place every pod of the workload on its flavor's nodes; a reason string if any does not fit."""

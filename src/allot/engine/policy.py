@@ -28,6 +28,7 @@ class EnginePolicy:
     `preemption`: whether pods outside Kueue may preempt lower priorities.
     `consolidation`: place waiting work by moving running pods (None: never, as kube-scheduler).
     `reservation`: hold a node for a large waiting job, with backfill (False: never).
+    `quota_holds`: keep freed cohort quota for the least-served queue's blocked head (False: never).
     """
 
     queues: bool = True
@@ -42,3 +43,6 @@ class EnginePolicy:
     # Hold a node for a large job waiting for it to drain; backfill by runtime estimates
     # (allot.engine.reserve). Off: kube-scheduler's and Kueue's behaviour.
     reservation: bool = False
+    # The blocked head of the least-served queue keeps the cohort's freed quota until it fits
+    # (allot.engine.quota_hold). Off: Kueue's behaviour.
+    quota_holds: bool = False

@@ -2,7 +2,8 @@
 
 Consolidation (`allot.engine.consolidate`) and reservations
 (`allot.engine.reserve`) look at the same waiting work: Kueue workloads
-pending whose quota fits now (flavor assignment `Fit`), ClusterQueues with
+pending whose quota fits now (flavor assignment `Fit`, and no quota hold
+for another workload refuses it, `allot.engine.quota_hold`), ClusterQueues with
 the lowest fair-sharing value (DRS) first and each queue in its admission
 order, parked or not; then pods and gangs outside Kueue in kube-scheduler's
 order (priority, creation). The list is read from the states, never from
@@ -70,6 +71,12 @@ class WaitingWork:
     def _order_key(self, info: PodInfo) -> OrderKey:
         raise NotImplementedError
 
+    def quota_refusal(self, workload: Workload, assignment: Assignment) -> str | None:
+        raise NotImplementedError
+
+    def holds_quota(self, workload_key: str) -> bool:
+        raise NotImplementedError
+
     def _waiting_units(self, skip: Callable[[int], bool]) -> Iterator[WaitingUnit]:
         """Waiting units in order, leaving out the classes `skip` names."""
         for unit in chain(self._waiting_workloads(skip), self._waiting_pods(skip)):
@@ -118,19 +125,29 @@ class WaitingWork:
         over_quota: set[int] = set()
         for cq in order:
             for key, klass in _in_admission_order(queued[cq], over_quota, skip):
-                entry = admission.entries.get(key)
-                if entry is None or entry.state != PENDING or entry.waiting is not None:
-                    continue
-                workload = entry.workload
-                if not workload.pods or any(p not in pods or pods[p].bound for p in workload.pods):
+                workload = self._unplaced_pending(key)
+                if workload is None:
                     continue
                 assignment = admission.fitting(workload)
-                if assignment is None:
+                if assignment is None or self.quota_refusal(workload, assignment) is not None:
+                    # Workloads of one class get the same assignment, and the same refusal.
                     over_quota.add(klass)
                     continue
                 members = tuple(sorted(workload.pods))
                 priority = max(pods[p].priority for p in members)
                 yield WaitingUnit(workload.key, members, priority, klass, workload, assignment)
+
+    def _unplaced_pending(self, key: str) -> Workload | None:
+        """The workload if it is pending in a queue with every pod present and none bound."""
+        admission = self.admission
+        entry = admission.entries.get(key) if admission is not None else None
+        if entry is None or entry.state != PENDING or entry.waiting is not None:
+            return None
+        pods = self.state.pods
+        workload = entry.workload
+        if not workload.pods or any(p not in pods or pods[p].bound for p in workload.pods):
+            return None
+        return workload
 
     def _waiting_pods(self, skip: Callable[[int], bool]) -> Iterator[WaitingUnit]:
         pods = self.state.pods

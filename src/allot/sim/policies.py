@@ -6,7 +6,7 @@ A policy is what `--compare` names. Built in:
 |---|---|---|
 | `fifo-priority` | kube-scheduler: priority, then arrival; queue labels ignored; default preemption | default profile |
 | `kueue` | Kueue admission, classic preemption, no fair sharing | default profile |
-| `fair` | Kueue admission with fair sharing (DRS tournament, fair-sharing preemption) | allot's profile: default + GpuPacking |
+| `fair` | Kueue admission with fair sharing (DRS tournament, fair-sharing preemption), quota holds | allot's profile: default + GpuPacking; consolidation, reservations |
 | `fgd` | as `fair` | allot's profile, GpuPlacement scoring shared GPUs by fragmentation gradient descent; GpuIsolation |
 
 Scenario files may define more (`policies:` in the scenario format): a
@@ -44,6 +44,8 @@ class Policy:
     consolidation: bool = False
     # Hold a node for a large waiting job, backfilling by runtime estimates (allot.engine.reserve).
     reservations: bool = False
+    # Keep freed cohort quota for the least-served queue's blocked head (allot.engine.quota_hold).
+    quota_holds: bool = False
 
     def admission_config(self, manifests: Manifests) -> AdmissionConfig:
         configurations = manifests.of_kind(Configuration)
@@ -66,11 +68,13 @@ FIFO_PRIORITY = Policy(
 KUEUE = Policy("kueue", "Kueue admission with classic preemption, no fair sharing", fair_sharing=False)
 FAIR = Policy(
     "fair",
-    "Kueue admission with fair sharing between ClusterQueues; GPU packing, consolidation, reservations",
+    "Kueue admission with fair sharing between ClusterQueues; GPU packing, consolidation, reservations, "
+    "quota holds",
     fair_sharing=True,
     profiles=MappingProxyType({DEFAULT_SCHEDULER_NAME: allot_profile()}),
     consolidation=True,
     reservations=True,
+    quota_holds=True,
 )
 
 SHARING_PLUGIN = "GpuPlacement"

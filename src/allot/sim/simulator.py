@@ -177,6 +177,7 @@ class Simulation:
                 queueing=QueueingConfig.exact(hints=self.options.hints),
                 consolidation=ConsolidationConfig() if policy.consolidation else None,
                 reservation=policy.reservations,
+                quota_holds=policy.quota_holds,
             ),
             fallback_profile=next(iter(profiles)),
             seed=seed,

@@ -277,6 +277,7 @@ def _policy(spec: PolicySpec, reader: Reader) -> Policy | None:
         preemption=base.preemption if spec.preemption is None else spec.preemption,
         consolidation=base.consolidation if spec.consolidation is None else spec.consolidation,
         reservations=base.reservations if spec.reservations is None else spec.reservations,
+        quota_holds=base.quota_holds if spec.quota_holds is None else spec.quota_holds,
         profiles=profiles,
     )
 

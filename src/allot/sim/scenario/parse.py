@@ -112,6 +112,7 @@ POLICY_KEYS = (
     "preemption",
     "consolidation",
     "reservations",
+    "quotaHolds",
     "schedulerConfig",
 )
 TRACE_KINDS = ("synthetic", "philly", "openb")
@@ -219,6 +220,7 @@ def _policy(name: str, field: Field, base: Path) -> PolicySpec:
         preemption=field.get("preemption").as_bool(None),
         consolidation=field.get("consolidation").as_bool(None),
         reservations=field.get("reservations").as_bool(None),
+        quota_holds=field.get("quotaHolds").as_bool(None),
         scheduler_config=raw,
         description=field.get("description").as_str("") or "",
         path=field.path,

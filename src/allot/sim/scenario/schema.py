@@ -93,6 +93,7 @@ class PolicySpec:
     preemption: bool | None = None
     consolidation: bool | None = None
     reservations: bool | None = None
+    quota_holds: bool | None = None
     scheduler_config: Mapping[str, Any] | None = None
     description: str = ""
     path: str = ""

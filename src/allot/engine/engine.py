@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from msgspec.structs import replace
 
 from allot.admission.events import Event, EventKind, ParkReason
+from allot.admission.fair_sharing import DRS
 from allot.admission.flavors import Assignment, Mode
 from allot.admission.standing import queue_position, workload_pods
 from allot.admission.state import AdmissionState
@@ -113,6 +114,7 @@ class Engine(PodPath, Consolidating, Reserving, QuotaHolding):
         self._holds: list[Hold] = []
         # Per root cohort, the workload its freed quota is kept for (allot.engine.quota_hold).
         self._quota_holds: dict[str, QuotaHold] = {}
+        self._share_memo: dict[str, tuple[int, list[tuple[int, DRS]]]] = {}
         # The waiting work listed once per cycle for consolidation and reservations (engine/waiting.py).
         self._waiting_snapshot: WaitingSnapshot | None = None
         self._class_numbers: dict[object, int] = {}

@@ -65,6 +65,7 @@ class QuotaHolding(WaitingWork):
 
     policy: EnginePolicy
     _quota_holds: dict[str, QuotaHold]
+    _share_memo: dict[str, tuple[int, list[tuple[int, DRS]]]]
     _holds: list[Hold]
 
     # -- what admission asks ----------------------------------------------------------------
@@ -85,9 +86,10 @@ class QuotaHolding(WaitingWork):
                 return None
         elif self._less_served(cq, hold.cluster_queue):
             return None
+        # The holder's key in parentheses, which reports drop when they group reasons.
         return (
-            f"quota held for workload {hold.workload} of ClusterQueue {hold.cluster_queue}, "
-            f"which is less served: {cq} may not borrow until it is admitted"
+            f"quota held for workload ({hold.workload}) of ClusterQueue {hold.cluster_queue}, "
+            "which is less served: no borrowing until it is admitted"
         )
 
     def holds_quota(self, workload_key: str) -> bool:
@@ -182,9 +184,17 @@ class QuotaHolding(WaitingWork):
         return (share, -workload.priority, admission.entries[workload.key].order_time, workload.key)
 
     def _shares(self, cq: str) -> list[tuple[int, DRS]]:
+        """The queue's DRS at each cohort above it, kept while the tree's usage generation lasts
+        (generations are never reused, and an undone change restores its old one)."""
         admission = self.admission
         assert admission is not None
-        return shares_by_cohort(admission.shares, admission.tree.cqs[cq], None)
+        generation = admission.tree.generation
+        known = self._share_memo.get(cq)
+        if known is not None and known[0] == generation:
+            return known[1]
+        levels = shares_by_cohort(admission.shares, admission.tree.cqs[cq], None)
+        self._share_memo[cq] = (generation, levels)
+        return levels
 
     def _compare(self, a: str, b: str) -> int:
         """Queue `a`'s DRS against `b`'s where their paths meet (0 when they do not)."""

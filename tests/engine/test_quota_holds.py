@@ -128,7 +128,7 @@ def test_a_hold_keeps_freed_quota_for_the_least_served_queue_and_admits_it() -> 
     assert len(starts[0]) == 16 and starts[1] == []
     # a is more served than c (it borrows, c holds nothing): a may not borrow the freed CPUs.
     assert starts[2] == []
-    assert "quota held for workload (tc/big) of ClusterQueue c" in reasons[0]["ta/more-0"]
+    assert "quota held for a workload of a less-served ClusterQueue (tc/big)" in reasons[0]["ta/more-0"]
     # Four CPUs are free: c's job starts; the hold ends with it.
     assert starts[3] == ["tc/big"]
     assert not e.holds_quota("tc/big")

@@ -96,6 +96,9 @@ class PendingQueue:
         self.reason_key = reason_key
         self._chain_reasons: dict[Hashable, dict[Hashable, int]] = {}
         self._otherwise_kinds: dict[ParkKind, int] = {}
+        # Bumped whenever `_groups` changes (undo included, as it goes through `_move`): equal
+        # values mean the same line, so a listing of it can be kept.
+        self.changes = 0
 
     def compare_reasons_by(self, reason_key: ReasonKey) -> None:
         """Compare reasons by `reason_key` from now on (the counts are taken again)."""
@@ -190,6 +193,7 @@ class PendingQueue:
         self._tag(after, 1)
         if after[:4] == before[:4]:
             return
+        self.changes += 1
         line, sort_key, group, chain, _tag = before
         if line != _NONE:
             _drop(self._groups, group, sort_key)

@@ -836,6 +836,12 @@ class AdmissionState:
             found[group] = PendingGroup(score, list(members))
         return found
 
+    def pending_version(self, cluster_queue: str) -> int | None:
+        """A number that changes whenever `pending_groups(cluster_queue)` could (None where it
+        changes with time too: LocalQueue scores under admission fair sharing)."""
+        queue = self.queues[cluster_queue]
+        return None if queue.by_local_queue else queue.changes
+
     @staticmethod
     def group_of(entry: QueueEntry) -> tuple[str, tuple[object, ...]]:
         """The group a pending workload is listed under: its LocalQueue and its shape (Kueue's

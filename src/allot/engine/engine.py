@@ -50,7 +50,7 @@ from allot.engine.policy import EnginePolicy
 from allot.engine.queueing import OrderKey, QueueingConfig, SchedulingQueue
 from allot.engine.quota_hold import QuotaHold, QuotaHolding
 from allot.engine.reserve import Hold, Reserving
-from allot.engine.waiting import WaitingSnapshot
+from allot.engine.waiting import QueuedClass, WaitingSnapshot
 from allot.engine.workload_hints import PlacementWaits
 from allot.model.kueue import QUEUE_NAME_LABEL, Topology
 from allot.scheduling.gang import Gang, GangUnschedulable
@@ -117,6 +117,7 @@ class Engine(PodPath, Consolidating, Reserving, QuotaHolding):
         self._share_memo: dict[str, tuple[int, list[tuple[int, DRS]]]] = {}
         # The waiting work listed once per cycle for consolidation and reservations (engine/waiting.py).
         self._waiting_snapshot: WaitingSnapshot | None = None
+        self._queued_cache: dict[str, tuple[int, list[QueuedClass]]] = {}
         self._class_numbers: dict[object, int] = {}
         self._outside_kueue: dict[str, None] | None = None
         self._bound_at: dict[str, float] = {}

@@ -56,6 +56,8 @@ class WaitingWork:
     admission: AdmissionState | None
     _workload_of_pod: dict[str, str]
     _waiting_snapshot: WaitingSnapshot | None
+    # Per ClusterQueue, the listing of its line and the line's version (`pending_version`).
+    _queued_cache: dict[str, tuple[int, list[QueuedClass]]]
     # Class numbers (persistent: consolidation remembers classes across cycles).
     _class_numbers: dict[object, int]
     # Pods that are ours and name no Kueue queue (None until first asked; then kept in step
@@ -100,12 +102,22 @@ class WaitingWork:
         if admission is None:
             return {}
         found: dict[str, list[QueuedClass]] = {}
+        kept = self._queued_cache
         for cq in sorted(admission.tree.cqs):
+            # A queue whose line did not change since it was last listed keeps that listing: a
+            # cycle lists the queues that changed, not the whole backlog.
+            version = admission.pending_version(cq)
+            known = kept.get(cq)
+            if version is not None and known is not None and known[0] == version:
+                found[cq] = known[1]
+                continue
             found[cq] = [
                 QueuedClass(self._class_number((cq, *group)), pending.score, pending.members)
                 for group, pending in admission.pending_groups(cq).items()
                 if pending.members
             ]
+            if version is not None:
+                kept[cq] = (version, found[cq])
         return found
 
     def _class_number(self, klass: object) -> int:

@@ -7,7 +7,7 @@ from allot.admission.state import AdmissionState
 from allot.cluster.invariants import check
 from allot.cluster.state import ClusterState
 from allot.engine.decisions import CycleResult
-from allot.engine.engine import Engine, EnginePolicy
+from allot.engine.engine import Engine, EnginePolicy, QueueingConfig
 from allot.model.core import Pod
 from allot.model.loader import load_text
 
@@ -69,7 +69,7 @@ spec:
     return found
 
 
-def engine(*, holds: bool) -> Engine:
+def engine(*, holds: bool, hints: bool = True) -> Engine:
     manifests = load_text(
         "\n---\n".join([FLAVOR, queue("a", 7, "ta"), queue("b", 9, "tb"), queue("c", 0, "tc"), NODE])
     )
@@ -77,7 +77,8 @@ def engine(*, holds: bool) -> Engine:
     admission = AdmissionState.from_manifests(
         manifests, journal=state.journal, config=AdmissionConfig(fair_sharing=True)
     )
-    return Engine(state, admission=admission, policy=EnginePolicy(quota_holds=holds))
+    policy = EnginePolicy(quota_holds=holds, queueing=QueueingConfig.exact(hints=hints))
+    return Engine(state, admission=admission, policy=policy)
 
 
 def started(result: CycleResult) -> list[str]:
@@ -89,10 +90,10 @@ def finish(e: Engine, pod_key: str, now: float) -> None:
     e.pod_deleted(pod_key, now)
 
 
-def run(*, holds: bool) -> tuple[list[list[str]], list[dict[str, str]], Engine]:
+def run(*, holds: bool, hints: bool = True) -> tuple[list[list[str]], list[dict[str, str]], Engine]:
     """a runs 11 one-CPU pods (4 borrowed), b 5: the node is full. Then c asks for 4 CPUs and a
     for 4 more one-CPU pods; a's running pods end two at a time."""
-    e = engine(holds=holds)
+    e = engine(holds=holds, hints=hints)
     for i in range(11):
         e.state.add_pod(pod(f"run-{i}", "ta", 1))
     for i in range(5):
@@ -175,3 +176,11 @@ def test_no_hold_where_no_queue_is_more_served() -> None:
     result = e.cycle(0.0)
     assert started(result) == ["ta/small"]
     assert e._quota_holds == {}
+
+
+def test_holds_decide_the_same_with_and_without_queueing_hints() -> None:
+    # Holds are chosen from the admission state: retrying everything every cycle changes nothing.
+    with_hints, reasons, _ = run(holds=True, hints=True)
+    every_cycle, reasons_every_cycle, _ = run(holds=True, hints=False)
+    assert with_hints == every_cycle
+    assert [sorted(r) for r in reasons] == [sorted(r) for r in reasons_every_cycle]

@@ -78,27 +78,30 @@ def find_candidates(world: World, preemptor: Preemptor) -> list[Admitted]:
     """The candidates in victim order (the same list for every preemptor alike at one usage
     generation: callers only read it). Protected workloads of other queues are candidates only
     for a preemptor that stays within its nominal quota."""
-    found = _cached_candidates(world, preemptor)
-    if any(w.protected for w in found) and not _within_nominal(world, preemptor, usage_added=False):
+    found, protected = _cached_candidates(world, preemptor)
+    if protected and not _within_nominal(world, preemptor, usage_added=False):
         own = preemptor.cluster_queue
         return [w for w in found if not w.protected or w.cluster_queue == own]
     return found
 
 
-def _cached_candidates(world: World, preemptor: Preemptor) -> list[Admitted]:
+def _cached_candidates(world: World, preemptor: Preemptor) -> tuple[list[Admitted], bool]:
+    """The candidates, and whether any of them is protected (worked out once per list)."""
     if preemptor.cluster_queue in world.ordered_by_time:
-        return _find_candidates(world, preemptor)
+        found = _find_candidates(world, preemptor)
+        return found, any(w.protected for w in found)
     stamp = preemptor.order_time if timestamp_matters(world.policies[preemptor.cluster_queue]) else None
     key = (preemptor.cluster_queue, preemptor.priority, stamp, preemptor.frs)
     generation = world.tree.generation
     cached = world.candidates_cache.get(key)
     if cached is not None and cached[0] == generation:
-        return cached[1]
+        return cached[1], cached[2]
     found = _find_candidates(world, preemptor)
+    protected = any(w.protected for w in found)
     if len(world.candidates_cache) > 1024:
         world.candidates_cache.clear()
-    world.candidates_cache[key] = (generation, found)
-    return found
+    world.candidates_cache[key] = (generation, found, protected)
+    return found, protected
 
 
 def _find_candidates(world: World, preemptor: Preemptor) -> list[Admitted]:

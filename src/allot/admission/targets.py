@@ -80,7 +80,8 @@ class World:
     # Fair-sharing candidates by (queue, priority, timestamp where it matters, pairs), valid while
     # the usage generation is unchanged; not kept for the queues in `ordered_by_time`, whose
     # candidates are ordered by LocalQueue usage that changes with time (admission fair sharing).
-    candidates_cache: dict[tuple[object, ...], tuple[int, list[Admitted]]] = field(default_factory=dict)
+    # With each list, whether any of its workloads is protected (`Admitted.protected`).
+    candidates_cache: dict[tuple[object, ...], tuple[int, list[Admitted], bool]] = field(default_factory=dict)
     ordered_by_time: frozenset[str] = frozenset()
 
     def node(self, cluster_queue: str) -> Node:

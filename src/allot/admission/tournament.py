@@ -72,17 +72,13 @@ def run_tournament(
         if known is not None and known[0] is nominee.usage and known[1] == generations:
             levels = known[2]
         else:
-            levels = _levels(shares, cq, nominee)
+            levels = shares_by_cohort(shares, cq, nominee.usage)
             if memo is not None:
                 memo[slot] = (nominee.usage, generations, levels)
         for level, drs in levels:
             values[(level, nominee.key)] = drs
     less = _comparer(values, prioritize_non_borrowing)
     return _play(root, nominees, less)
-
-
-def _levels(shares: ShareCalculator, cq: Node, nominee: Nominee) -> list[tuple[int, DRS]]:
-    return shares_by_cohort(shares, cq, nominee.usage)
 
 
 def shares_by_cohort(

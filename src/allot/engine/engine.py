@@ -114,7 +114,7 @@ class Engine(PodPath, Consolidating, Reserving, QuotaHolding):
         self._holds: list[Hold] = []
         # Per root cohort, the workload its freed quota is kept for (allot.engine.quota_hold).
         self._quota_holds: dict[str, QuotaHold] = {}
-        self._share_memo: dict[str, tuple[int, list[tuple[int, DRS]]]] = {}
+        self._share_memo: dict[str, tuple[int, dict[int, DRS]]] = {}
         # The waiting work listed once per cycle for consolidation and reservations (engine/waiting.py).
         self._waiting_snapshot: WaitingSnapshot | None = None
         self._queued_cache: dict[str, tuple[int, list[QueuedClass]]] = {}

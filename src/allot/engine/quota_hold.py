@@ -65,7 +65,7 @@ class QuotaHolding(WaitingWork):
 
     policy: EnginePolicy
     _quota_holds: dict[str, QuotaHold]
-    _share_memo: dict[str, tuple[int, list[tuple[int, DRS]]]]
+    _share_memo: dict[str, tuple[int, dict[int, DRS]]]
     _holds: list[Hold]
 
     # -- what admission asks ----------------------------------------------------------------
@@ -84,8 +84,8 @@ class QuotaHolding(WaitingWork):
         if cq == hold.cluster_queue:
             if workload.priority > hold.priority:
                 return None
-        elif self._less_served(cq, hold.cluster_queue):
-            return None
+        elif self._compare(cq, hold.cluster_queue) < 0:
+            return None  # less served than the holder's queue
         # One text whoever holds, but for the holder's key in parentheses (which reports drop when
         # they group reasons): a deep line told the reason again at every new holder costs a walk.
         return (
@@ -111,44 +111,44 @@ class QuotaHolding(WaitingWork):
         if not self.policy.quota_holds or admission is None:
             return
         tree = admission.tree
-        heads: dict[str, list[tuple[str, Workload, Assignment]]] = {}
-        queued = self._snapshot().queued
-        for cq in sorted(queued):
+        heads: dict[str, list[tuple[str, Workload]]] = {}
+        for cq in sorted(self._snapshot().queued):
             head = self._head(cq)
-            if head is not None:
-                heads.setdefault(tree.cqs[cq].root().name, []).append((cq, *head))
+            # Only a queue that someone is more served than may hold: the others' heads need no
+            # flavor assignment (with its preemption oracle) here.
+            top = tree.cqs[cq].root()
+            if head is not None and not top.is_cq and self._someone_more_served(cq, top.name):
+                heads.setdefault(top.name, []).append((cq, head))
         previous = self._quota_holds
         chosen: dict[str, QuotaHold] = {}
-        for root in sorted(heads):
-            candidates = [c for c in heads[root] if self._blocked(c[1], c[2])]
+        for root, found in sorted(heads.items()):
             old = previous.get(root)
-            kept = next((c for c in candidates if old is not None and c[1].key == old.workload), None)
-            if kept is not None and old is not None and self._eligible(kept[0], root, kept[2]):
-                chosen[root] = old
-                continue
-            eligible = [
-                c for c in candidates if c[2].mode is Mode.PREEMPT and self._eligible(c[0], root, c[2])
-            ]
-            if not eligible:
-                continue
-            cq, workload, assignment = min(eligible, key=lambda c: self._rank(c[0], c[1]))
-            pairs = assignment.needs_preemption() or frozenset(
-                fr for fr, value in assignment.usage.items() if value > 0
-            )
-            chosen[root] = QuotaHold(workload.key, cq, workload.priority, pairs)
+            kept = next((c for c in found if old is not None and c[1].key == old.workload), None)
+            if kept is not None and old is not None:
+                assignment = admission.assign(kept[1])
+                if self._blocked(kept[1], assignment) and self._could_fill(kept[0], root, assignment):
+                    chosen[root] = old
+                    continue
+            # Least served first: the first head that lacks quota others could give back holds.
+            for cq, workload in sorted(found, key=lambda c: self._rank(c[0], c[1])):
+                assignment = admission.assign(workload)
+                if assignment.mode is Mode.PREEMPT and self._could_fill(cq, root, assignment):
+                    pairs = assignment.needs_preemption() or frozenset(
+                        fr for fr, value in assignment.usage.items() if value > 0
+                    )
+                    chosen[root] = QuotaHold(workload.key, cq, workload.priority, pairs)
+                    break
         self._quota_holds = chosen
         for root, hold in previous.items():
             if chosen.get(root) != hold:
                 self._wake_refused(hold)
 
-    def _head(self, cq: str) -> tuple[Workload, Assignment] | None:
-        """The queue's first pending workload in admission order, with its assignment."""
-        admission = self.admission
-        assert admission is not None
+    def _head(self, cq: str) -> Workload | None:
+        """The queue's first pending workload in admission order."""
         for key, _klass in _in_admission_order(self._snapshot().queued[cq], set(), lambda _k: False):
             workload = self._unplaced_pending(key)
             if workload is not None:
-                return workload, admission.assign(workload)
+                return workload
         return None
 
     def _blocked(self, workload: Workload, assignment: Assignment) -> bool:
@@ -157,18 +157,21 @@ class QuotaHolding(WaitingWork):
             return True
         return assignment.mode is Mode.FIT and any(h.unit == workload.key for h in self._holds)
 
-    def _eligible(self, cq: str, root: str, assignment: Assignment) -> bool:
-        """Some other queue of the cohort is more served than `cq`, and what the others borrow
-        could cover what the assignment lacks (quota within their nominal is theirs to keep)."""
+    def _someone_more_served(self, cq: str, root: str) -> bool:
         admission = self.admission
         assert admission is not None
-        cohort = admission.tree.cohorts.get(root)
-        if cohort is None:
-            return False
-        others = [other for other in cohort.subtree_cqs() if other.name != cq]
-        if not any(self._compare(other.name, cq) > 0 for other in others):
-            return False
+        return any(
+            other.name != cq and self._compare(other.name, cq) > 0
+            for other in admission.tree.cohorts[root].subtree_cqs()
+        )
+
+    def _could_fill(self, cq: str, root: str, assignment: Assignment) -> bool:
+        """What the other queues borrow could cover what the assignment lacks (quota within their
+        nominal is theirs to keep)."""
+        admission = self.admission
+        assert admission is not None
         node = admission.tree.cqs[cq]
+        others = [o for o in admission.tree.cohorts[root].subtree_cqs() if o.name != cq]
         for fr in assignment.needs_preemption():
             lacking = assignment.usage.get(fr, 0) - available(node, fr)
             lent = sum(max(0, o.usage.get(fr, 0) - o.subtree_quota.get(fr, 0)) for o in others)
@@ -180,33 +183,30 @@ class QuotaHolding(WaitingWork):
         """Least served first (its DRS under the root), then priority, queue order time, key."""
         admission = self.admission
         assert admission is not None
-        levels = self._shares(cq)
-        share = levels[-1][1].precise() if levels else 0.0
+        levels = list(self._shares(cq).values())
+        share = levels[-1].precise() if levels else 0.0
         return (share, -workload.priority, admission.entries[workload.key].order_time, workload.key)
 
-    def _shares(self, cq: str) -> list[tuple[int, DRS]]:
-        """The queue's DRS at each cohort above it, kept while the tree's usage generation lasts
-        (generations are never reused, and an undone change restores its old one)."""
+    def _shares(self, cq: str) -> dict[int, DRS]:
+        """The queue's DRS at each cohort above it (by cohort id, bottom-up), kept while the tree's
+        usage generation lasts (generations are never reused; an undone change restores its own)."""
         admission = self.admission
         assert admission is not None
         generation = admission.tree.generation
         known = self._share_memo.get(cq)
         if known is not None and known[0] == generation:
             return known[1]
-        levels = shares_by_cohort(admission.shares, admission.tree.cqs[cq], None)
+        levels = dict(shares_by_cohort(admission.shares, admission.tree.cqs[cq], None))
         self._share_memo[cq] = (generation, levels)
         return levels
 
     def _compare(self, a: str, b: str) -> int:
         """Queue `a`'s DRS against `b`'s where their paths meet (0 when they do not)."""
-        theirs = dict(self._shares(b))
-        for cohort, drs in self._shares(a):
+        theirs = self._shares(b)
+        for cohort, drs in self._shares(a).items():
             if cohort in theirs:
                 return compare_drs(drs, theirs[cohort])
         return 0
-
-    def _less_served(self, a: str, b: str) -> bool:
-        return self._compare(a, b) < 0
 
     def _wake_refused(self, hold: QuotaHold) -> None:
         admission = self.admission

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from controlplane import ControlPlane
+from live.kueue_crds import manifests as kueue_crds
 
 T = TypeVar("T")
 DRIVER = "gpu.example.com"
@@ -263,6 +264,15 @@ _APPLY_ORDER = (
     "ResourceClaim", "PodDisruptionBudget",
 )  # fmt: skip
 _SERVER_FIELDS = ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink")
+
+
+def serve_kueue_crds(plane: ControlPlane) -> None:
+    """Create Kueue's CRDs (`live.kueue_crds`) and wait until the API server serves them."""
+    plane.apply(kueue_crds())
+    eventually(
+        lambda: "clusterqueues" in plane.kubectl("api-resources", "--api-group=kueue.x-k8s.io"),
+        what="Kueue CRDs served",
+    )
 
 
 def apply_manifests(plane: ControlPlane, text: str, *, scheduler: str | None = None) -> list[dict[str, Any]]:

@@ -25,9 +25,9 @@ from live.cluster import (
     no_device_twice,
     pod_claim_devices,
     register_job_webhook,
+    serve_kueue_crds,
     webhook_flags,
 )
-from live.kueue_crds import manifests as kueue_crds
 
 NS = "team"
 ADMISSION = "allot.dev/job-admission"
@@ -56,10 +56,7 @@ def plane(fresh_control_plane: ControlPlane) -> Iterator[ControlPlane]:
     # The Job controller makes the pods of started Jobs; the node lifecycle controller lifts
     # the not-ready taint.
     plane.start_controller_manager()
-    plane.apply(kueue_crds())
-    eventually(
-        lambda: "clusterqueues" in plane.kubectl("api-resources", "--api-group=kueue.x-k8s.io"), what="CRDs"
-    )
+    serve_kueue_crds(plane)
     plane.kubectl("create", "namespace", NS)
     for obj in _queues():
         plane.apply(json.dumps(obj))

@@ -10,8 +10,15 @@ from typing import Any
 import pytest
 
 from controlplane import ControlPlane
-from live.cluster import AllotProcess, bound_nodes, create_node, eventually, pod_manifest, pods
-from live.kueue_crds import manifests as kueue_crds
+from live.cluster import (
+    AllotProcess,
+    bound_nodes,
+    create_node,
+    eventually,
+    pod_manifest,
+    pods,
+    serve_kueue_crds,
+)
 from live.kueue_crds import team_queues
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -34,10 +41,7 @@ def _queues() -> list[dict[str, Any]]:
 def plane(fresh_control_plane: ControlPlane) -> Iterator[ControlPlane]:
     plane = fresh_control_plane
     plane.start_controller_manager()  # its node lifecycle controller lifts the not-ready taint
-    plane.apply(kueue_crds())
-    eventually(
-        lambda: "clusterqueues" in plane.kubectl("api-resources", "--api-group=kueue.x-k8s.io"), what="CRDs"
-    )
+    serve_kueue_crds(plane)
     for team in ("flood", "steady"):
         plane.kubectl("create", "namespace", team)
     for obj in _queues():

@@ -25,8 +25,8 @@ from live.cluster import (
     pod_claim_devices,
     pod_manifest,
     pods,
+    serve_kueue_crds,
 )
-from live.kueue_crds import manifests as kueue_crds
 from live.kueue_crds import team_queues
 
 TEAMS = ("flood", "train", "serve")
@@ -74,10 +74,7 @@ def test_a_gpu_flood_is_admitted_and_bound_as_allot_place_plans_it(
 ) -> None:
     plane = fresh_control_plane
     plane.start_controller_manager()
-    plane.apply(kueue_crds())
-    eventually(
-        lambda: "clusterqueues" in plane.kubectl("api-resources", "--api-group=kueue.x-k8s.io"), what="CRDs"
-    )
+    serve_kueue_crds(plane)
     queues = tmp_path / "queues.yaml"
     queues.write_text("\n---\n".join(json.dumps(o) for o in _kueue_objects()))
     config = tmp_path / "kueue.yaml"

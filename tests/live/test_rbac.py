@@ -22,10 +22,10 @@ from live.cluster import (
     pod_manifest,
     pods,
     priority_class,
+    serve_kueue_crds,
     storage,
     volumes_spec,
 )
-from live.kueue_crds import manifests as kueue_crds
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "scheduler"
 USER = "system:serviceaccount:allot-system:allot-scheduler"
@@ -98,11 +98,7 @@ def test_the_deployed_role_grants_exactly_what_allot_run_uses(plane: ControlPlan
     plane.start_controller_manager()
     for name in ("namespace.yaml", "serviceaccount.yaml", "rbac.yaml"):
         plane.apply((DEPLOY / name).read_text())
-    plane.apply(kueue_crds())
-    eventually(
-        lambda: "clusterqueues" in plane.kubectl("api-resources", "--api-group=kueue.x-k8s.io"),
-        what="Kueue CRDs served",
-    )
+    serve_kueue_crds(plane)
     kubeconfig = plane.service_account_kubeconfig("allot-system", "allot-scheduler")
     plane.kubectl("create", "namespace", "queued")
     for obj in (

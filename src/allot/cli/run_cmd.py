@@ -191,6 +191,14 @@ def configure_logging(fmt: str, level: str) -> None:
     help="Admit pods naming a Kueue LocalQueue where Kueue's objects are served.",
 )
 @click.option(
+    "--quota-holds/--no-quota-holds",
+    default=False,
+    show_default=True,
+    help="Keep cohort quota that frees up for the blocked head of the least-served ClusterQueue "
+    'until it fits, as the simulator\'s `fair` policy does (docs/admission.md, "Quota holds"); '
+    "off: Kueue's admission exactly.",
+)
+@click.option(
     "--dashboard/--no-dashboard",
     default=True,
     show_default=True,
@@ -223,6 +231,7 @@ def run(
     victim_timeout: float,
     max_bindings_in_flight: int,
     kueue: bool,
+    quota_holds: bool,
     dashboard: bool,
     pool_label: tuple[str, ...],
     dashboard_interval: float,
@@ -284,6 +293,7 @@ def run(
             if kueue_config_path is not None
             else None
         ),
+        quota_holds=quota_holds,
         victim_timeout=victim_timeout,
         backoff=backoff,
         max_bindings_in_flight=max_bindings_in_flight,

@@ -46,6 +46,8 @@ class RunSettings:
     port: int = 10259
     kueue: bool = True
     kueue_config: Configuration | None = None
+    # Keep freed cohort quota for the least-served queue's blocked head (allot.engine.quota_hold).
+    quota_holds: bool = False
     victim_timeout: float = 300.0
     # podInitialBackoffSeconds and podMaxBackoffSeconds of the KubeSchedulerConfiguration.
     backoff: tuple[float, float] = (1.0, 10.0)
@@ -80,6 +82,7 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
             profiles=settings.profiles,
             kueue=settings.kueue,
             kueue_config=settings.kueue_config,
+            quota_holds=settings.quota_holds,
             identity=identity,
             victim_timeout=settings.victim_timeout,
             backoff=settings.backoff,

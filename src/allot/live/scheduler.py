@@ -67,6 +67,9 @@ class LiveOptions:
     # Kueue's Configuration (config.kueue.x-k8s.io: deviceClassMappings, fair sharing, ...), as
     # Kueue's controller manager reads it; None: its defaults.
     kueue_config: Configuration | None = None
+    # Quota holds (allot.engine.quota_hold), as the simulator's `fair` policy has them; off:
+    # Kueue's admission exactly.
+    quota_holds: bool = False
     victim_timeout: float = 300.0
     # A failed pod's back-off: (initial, maximum) seconds (podInitialBackoffSeconds, podMaxBackoffSeconds).
     backoff: tuple[float, float] = (1.0, 10.0)
@@ -309,6 +312,7 @@ class LiveScheduler:
             # kube-scheduler's backoff and unschedulable safety net (`_next_timeout` honours them).
             policy=EnginePolicy(
                 queues=admission is not None,
+                quota_holds=self.options.quota_holds,
                 queueing=QueueingConfig(
                     initial_backoff=self.options.backoff[0], max_backoff=self.options.backoff[1]
                 ),

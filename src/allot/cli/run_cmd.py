@@ -199,6 +199,15 @@ def configure_logging(fmt: str, level: str) -> None:
     "off: Kueue's admission exactly.",
 )
 @click.option(
+    "--reservations/--no-reservations",
+    default=False,
+    show_default=True,
+    help="Hold a node for a pod that needs more whole GPUs than any node has free, as the "
+    "simulator's `fair` policy does; only pods whose kueue.x-k8s.io/max-exec-time-seconds ends "
+    'before the node drains backfill it (docs/placement.md, "Reservations"). Off: kube-scheduler\'s '
+    "behaviour.",
+)
+@click.option(
     "--dashboard/--no-dashboard",
     default=True,
     show_default=True,
@@ -232,6 +241,7 @@ def run(
     max_bindings_in_flight: int,
     kueue: bool,
     quota_holds: bool,
+    reservations: bool,
     dashboard: bool,
     pool_label: tuple[str, ...],
     dashboard_interval: float,
@@ -294,6 +304,7 @@ def run(
             else None
         ),
         quota_holds=quota_holds,
+        reservations=reservations,
         victim_timeout=victim_timeout,
         backoff=backoff,
         max_bindings_in_flight=max_bindings_in_flight,

@@ -8,7 +8,8 @@ quota), may preempt no one, and every GPU that frees up is borrowed again by
 queues that already hold more. It waits while its tenant gets nothing, the
 starvation that fair shares over time count against it.
 
-With `EnginePolicy.quota_holds` (the simulator's `fair` policy):
+With `EnginePolicy.quota_holds` (the simulator's `fair` policy, `allot run
+--quota-holds`):
 
 * At the end of each cycle, in each root cohort, the head of every
   ClusterQueue (its first pending workload in admission order) whose flavor

@@ -3,7 +3,8 @@
 Without reservations a job that needs a whole node waits for ever where
 smaller jobs keep taking every GPU that frees up (the big-job starvation
 that Slurm's and YuniKorn's reservations address). With
-`EnginePolicy.reservation` set (the simulator's `fair` policy):
+`EnginePolicy.reservation` set (the simulator's `fair` policy,
+`allot run --reservations`):
 
 * At the end of each cycle, if no node is held, the first waiting unit (in
   the order of `allot.engine.waiting`: fair sharing first) that needs more

@@ -48,6 +48,8 @@ class RunSettings:
     kueue_config: Configuration | None = None
     # Keep freed cohort quota for the least-served queue's blocked head (allot.engine.quota_hold).
     quota_holds: bool = False
+    # Hold a node for a large waiting pod, backfilling by runtime estimates (allot.engine.reserve).
+    reservations: bool = False
     victim_timeout: float = 300.0
     # podInitialBackoffSeconds and podMaxBackoffSeconds of the KubeSchedulerConfiguration.
     backoff: tuple[float, float] = (1.0, 10.0)
@@ -83,6 +85,7 @@ async def run(settings: RunSettings, stop: asyncio.Event | None = None) -> None:
             kueue=settings.kueue,
             kueue_config=settings.kueue_config,
             quota_holds=settings.quota_holds,
+            reservations=settings.reservations,
             identity=identity,
             victim_timeout=settings.victim_timeout,
             backoff=settings.backoff,

@@ -70,6 +70,9 @@ class LiveOptions:
     # Quota holds (allot.engine.quota_hold), as the simulator's `fair` policy has them; off:
     # Kueue's admission exactly.
     quota_holds: bool = False
+    # Reservations (allot.engine.reserve), as in the simulator's `fair` policy; off: kube-scheduler's
+    # behaviour (a large pod waits while smaller ones take every freed GPU).
+    reservations: bool = False
     victim_timeout: float = 300.0
     # A failed pod's back-off: (initial, maximum) seconds (podInitialBackoffSeconds, podMaxBackoffSeconds).
     backoff: tuple[float, float] = (1.0, 10.0)
@@ -313,6 +316,7 @@ class LiveScheduler:
             policy=EnginePolicy(
                 queues=admission is not None,
                 quota_holds=self.options.quota_holds,
+                reservation=self.options.reservations,
                 queueing=QueueingConfig(
                     initial_backoff=self.options.backoff[0], max_backoff=self.options.backoff[1]
                 ),

@@ -140,6 +140,14 @@ def bound_nodes(plane: ControlPlane, namespace: str = "default") -> dict[str, st
     }
 
 
+def scheduled_message(pod: dict[str, Any]) -> str:
+    """The message of a pod's PodScheduled=False condition: why it waits; "" while it has none."""
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if condition["type"] == "PodScheduled" and condition["status"] == "False":
+            return str(condition.get("message", ""))
+    return ""
+
+
 def claims(plane: ControlPlane, namespace: str = "default") -> dict[str, dict[str, Any]]:
     items = plane.get("resourceclaims", namespace=namespace)["items"]
     return {c["metadata"]["name"]: c for c in items}  # type: ignore[union-attr]

@@ -25,6 +25,7 @@ from live.cluster import (
     eventually,
     pod_manifest,
     pods,
+    scheduled_message,
     serve_kueue_crds,
 )
 from live.kueue_crds import team_queues
@@ -66,13 +67,6 @@ def _succeed(plane: ControlPlane, team: str, name: str) -> None:
                   content_type="application/merge-patch+json")  # fmt: skip
 
 
-def _scheduled_message(pod: dict[str, Any]) -> str:
-    for condition in pod.get("status", {}).get("conditions") or []:
-        if condition["type"] == "PodScheduled" and condition["status"] == "False":
-            return str(condition.get("message", ""))
-    return ""
-
-
 def test_freed_quota_waits_for_the_least_served_queue_and_then_starts_its_job(
     plane: ControlPlane, tmp_path: Path
 ) -> None:
@@ -89,8 +83,8 @@ def test_freed_quota_waits_for_the_least_served_queue_and_then_starts_its_job(
         for i in range(4):
             _apply(plane, f"more-{i}", "borrow")
         # The node is full: all five wait (for quota), and the big job's queue is least served.
-        eventually(lambda: _scheduled_message(pods(plane, "starved").get("big", {})), what="big waits")
-        eventually(lambda: all(_scheduled_message(pods(plane, "borrow").get(f"more-{i}", {})) for i in range(4)),
+        eventually(lambda: scheduled_message(pods(plane, "starved").get("big", {})), what="big waits")
+        eventually(lambda: all(scheduled_message(pods(plane, "borrow").get(f"more-{i}", {})) for i in range(4)),
                    what="more-* wait")  # fmt: skip
 
         # Two of the borrower's pods end: two CPUs of cohort quota come back. The borrower may not
@@ -98,7 +92,7 @@ def test_freed_quota_waits_for_the_least_served_queue_and_then_starts_its_job(
         for i in range(2):
             _succeed(plane, "borrow", f"run-{i}")
         eventually(lambda: "quota held for a workload of a less-served ClusterQueue (starved/big)"
-                   in _scheduled_message(pods(plane, "borrow")["more-0"]), what="the hold's reason")  # fmt: skip
+                   in scheduled_message(pods(plane, "borrow")["more-0"]), what="the hold's reason")  # fmt: skip
         time.sleep(2)  # nothing is bound on the held quota meanwhile
         assert not {f"more-{i}" for i in range(4)} & set(bound_nodes(plane, "borrow"))
         assert "big" not in bound_nodes(plane, "starved")

@@ -12,14 +12,21 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from allot.model.kueue import MAX_EXEC_TIME_LABEL
 from allot.scheduling.scheduler import HELD_REASON
 from controlplane import ControlPlane
-from live.cluster import AllotProcess, bound_nodes, create_node, eventually, pod_manifest, pods
+from live.cluster import (
+    AllotProcess,
+    bound_nodes,
+    create_node,
+    eventually,
+    pod_manifest,
+    pods,
+    scheduled_message,
+)
 
 NS = "default"
 GPU = "nvidia.com/gpu"
@@ -43,25 +50,18 @@ def _gpu_pod(plane: ControlPlane, name: str, gpus: int, estimate: int | None) ->
     plane.apply(json.dumps(manifest))
 
 
-def _scheduled_message(pod: dict[str, Any]) -> str:
-    for condition in pod.get("status", {}).get("conditions") or []:
-        if condition["type"] == "PodScheduled" and condition["status"] == "False":
-            return str(condition.get("message", ""))
-    return ""
-
-
 def test_a_held_node_is_backfilled_only_by_pods_that_end_before_it_drains(plane: ControlPlane) -> None:
     with AllotProcess(plane, "--reservations") as allot:
         for i in range(4):
             _gpu_pod(plane, f"long-{i}", 1, 3600)
         eventually(lambda: len(bound_nodes(plane, NS)) == 4, what="the long pods bound")
         _gpu_pod(plane, "big", 8, None)
-        eventually(lambda: _scheduled_message(pods(plane, NS).get("big", {})), what="big waits")
+        eventually(lambda: scheduled_message(pods(plane, NS).get("big", {})), what="big waits")
         for name, estimate in (("short", 1000), ("unknown", None), ("too-long", 5000)):
             _gpu_pod(plane, name, 1, estimate)
         eventually(lambda: "short" in bound_nodes(plane, NS), what="the short pod backfills")
         for name in ("unknown", "too-long"):
-            message = eventually(lambda n=name: _scheduled_message(pods(plane, NS).get(n, {})), what=name)
+            message = eventually(lambda n=name: scheduled_message(pods(plane, NS).get(n, {})), what=name)
             assert HELD_REASON in message, message
         time.sleep(2)  # three GPUs stay free, kept for the big pod
         assert set(bound_nodes(plane, NS)) == {*(f"long-{i}" for i in range(4)), "short"}

@@ -155,7 +155,7 @@ class Hints:
             return 0
         lowest = min(state.pods[k].priority for k in pending)
         count = 0
-        with self._lower_priority_gone(index, lowest if preempting else None):
+        with state.journal.transaction(), self._lower_priority_gone(index, lowest if preempting else None):
             # Filters alone say no more cheaply than a placement attempt, and most changed nodes
             # have no room for any member: members are bound one by one only where one could fit.
             if not self._any_fits(pending, index):
@@ -195,14 +195,17 @@ class Hints:
     @contextmanager
     def _lower_priority_gone(self, index: int, below: int | None) -> Iterator[None]:
         """A what-if: within the block, node `index` without its pods of priority lower than `below`
-        (all of them stay when `below` is None), what a pod that may preempt could have. Everything
-        done in the block is undone after it."""
+        (all of them stay when `below` is None), what a pod that may preempt could have. The pods
+        taken away are back after the block; what the block itself changes is the caller's to undo."""
         state = self.state
+        leaving = [] if below is None else [p.key for p in state.pods_on(index) if p.priority < below]
+        if not leaving:
+            # Nothing to take away: no transaction to open (this runs for every hint of every event).
+            yield
+            return
         with state.journal.transaction():
-            if below is not None:
-                for other in state.pods_on(index):
-                    if other.priority < below:
-                        state.unbind(other.key)
+            for key in leaving:
+                state.unbind(key)
             yield
 
     def whole_requests(self, pods: list[PodInfo]) -> list[tuple[int, frozenset[int] | None]]:

@@ -145,3 +145,28 @@ def test_a_count_of_whole_gpus_rules_a_node_out_only_where_the_pods_leaving_coul
     with state.journal.transaction():
         state.unbind("default/holder")
         assert not hints.short_of_gpus("default/wants", 0) and scheduler.fits_on("default/wants", 0)
+
+
+@pytest.mark.parametrize("preempting", [False, True])
+def test_counting_the_members_a_node_could_host_leaves_them_pending_and_the_node_as_it_was(
+    preempting: bool,
+) -> None:
+    # n1 has 4 GPUs, 1 held by `holder` (same priority: not taken away, even when preempting); four
+    # pods want one each and three fit. The count binds members to try them: it must not keep them
+    # bound, though the what-if took no pod away and so opened nothing that would undo them.
+    wanting = [pod(f"w-{i}", claims={"gpu": "one"}) for i in range(4)]
+    state = ClusterState(
+        nodes=[node("n1", cpu="64")],
+        slices=[gpu_slice("n1", 4)],
+        classes=[device_class()],
+        templates=[ONE, FOUR],
+        pods=[pod("holder", claims={"gpu": "one"}), *wanting],
+    )
+    scheduler = Scheduler(state, {"default-scheduler": allot_profile()})
+    assert isinstance(scheduler.schedule("default/holder"), Placement)
+    hints = Hints(scheduler, lambda: GpuOccupancy(state))
+    keys = [f"default/w-{i}" for i in range(4)]
+    assert hints.members_fitting(keys, 0, preempting=preempting, limit=4) == 3
+    assert [state.pods[k].bound for k in keys] == [False] * 4
+    assert [p.key for p in state.pods_on(0)] == ["default/holder"]
+    assert hints.members_fitting(keys, 0, preempting=preempting, limit=2) == 2

@@ -39,6 +39,11 @@ operation = st.one_of(
     ),
     st.tuples(st.just("unpark"), st.sampled_from(KEYS)),
     st.tuples(st.just("wake")),
+    st.tuples(
+        st.just("retell"),
+        st.sampled_from(["x", "y", None]),
+        st.sampled_from(["no room, 1 more needed", "no room, 3 more needed", "held for q2"]),
+    ),
     st.tuples(st.just("rekey"), st.booleans()),
     st.tuples(st.just("begin")),
     st.tuples(st.just("end"), st.booleans()),
@@ -121,17 +126,30 @@ def test_indexes_list_every_pending_workload_in_order(operations, by_local_queue
             queue.unpark(op[1])
         elif op[0] == "wake":
             queue.wake_chains()
+        elif op[0] == "retell":
+            _, chain, message = op
+            told = queue.reason_key(message)
+            deferred = queue.deferred(chain)
+            expected = [k for k in reversed(deferred) if queue.reason_key(queue.parked[k].message) != told]
+            assert queue.retell(chain, ParkReason.quota(message)) == expected
+            assert all(queue.reason_key(queue.parked[k].message) == told for k in deferred)
         elif op[0] == "rekey" and not open_transactions:
             queue.compare_reasons_by(_without_digits if op[1] else exact_reason)
         elif op[0] == "begin":
-            open_transactions.append(journal.begin())
+            open_transactions.append((journal.begin(), dict(queue.parked)))
         elif op[0] == "end" and open_transactions:
-            transaction = open_transactions.pop()
-            transaction.commit() if op[1] else transaction.rollback()
+            transaction, parked = open_transactions.pop()
+            if op[1]:
+                transaction.commit()
+            else:
+                transaction.rollback()
+                assert queue.parked == parked  # every reason as it was
         assert _indexed(queue) == _expected(queue)
         _check_counts(queue)
     while open_transactions:
-        open_transactions.pop().rollback()
+        transaction, parked = open_transactions.pop()
+        transaction.rollback()
+        assert queue.parked == parked
         assert _indexed(queue) == _expected(queue)
         _check_counts(queue)
 
@@ -163,3 +181,25 @@ def test_reasons_compared_anew_are_counted_once() -> None:
     assert queue.chain_reason("chain") == "no room,  more needed"
     queue.unpark("a")
     assert not queue.parks_otherwise(frozenset({ParkKind.PLACEMENT}))
+
+
+def test_retelling_a_chain_gives_its_deferred_workloads_the_new_reason_and_rolls_back_whole() -> None:
+    journal = Journal()
+    queue = PendingQueue("q", strict=False, by_local_queue=False, journal=journal)
+    for index, key in enumerate(("a", "b", "c")):
+        queue.push(key, "lq", (0, float(index), key), "g", "chain")
+        queue.park(key, ParkReason.quota("no room"))
+    queue.wake_chains()  # `a` stands for the chain; `b` and `c` wait behind it
+    assert queue.park("a", ParkReason.quota("held for q2")) == "chain"
+    assert queue.retell("chain", ParkReason.quota("no room")) == []  # they have it already
+    transaction = journal.begin()
+    assert queue.retell("chain", ParkReason.quota("held for q2")) == ["b", "c"]
+    assert queue.chain_reason("chain") == "held for q2"
+    transaction.rollback()
+    assert {key: reason.message for key, reason in queue.parked.items()} == {
+        "a": "held for q2",
+        "b": "no room",
+        "c": "no room",
+    }
+    assert queue.chain_reason("chain") is MIXED
+    _check_counts(queue)

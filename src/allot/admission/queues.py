@@ -324,6 +324,53 @@ class PendingQueue:
             sort_key[2] for sort_key in self._deferred.get(chain, ()) if self._parked_for_quota(sort_key[2])
         ]
 
+    def retell(self, chain: Hashable, reason: ParkReason) -> list[str]:
+        """Give the deferred workloads of `chain` parked for quota `reason` where theirs has another
+        key; returns them, first in line first. They stay where they are in every index: only
+        the reason counts move, so one journal step undoes the lot."""
+        told = self.reason_key(reason.message)
+        counts = self._chain_reasons.get(chain)
+        if not counts or (len(counts) == 1 and told in counts):
+            return []
+        parked = self.parked
+        reason_key = self.reason_key
+        chain_of = self._chain_of
+        changed: list[tuple[str, ParkReason]] = []
+        # (chain, reason key) -> change of its count, applied once at the end.
+        moved: dict[tuple[Hashable, Hashable], int] = {}
+        for sort_key in reversed(self._deferred.get(chain, ())):
+            key = sort_key[2]
+            before = parked.get(key)
+            if before is None or before.kind is not ParkKind.QUOTA:
+                continue
+            tag = reason_key(before.message)
+            if tag == told:
+                continue
+            parked[key] = reason
+            changed.append((key, before))
+            counted = chain_of.get(key)
+            moved[(counted, tag)] = moved.get((counted, tag), 0) - 1
+            moved[(counted, told)] = moved.get((counted, told), 0) + 1
+        if not changed:
+            return []
+        self._count(moved, 1)
+        if self.journal.recording:
+
+            def undo() -> None:
+                for key, before in changed:
+                    parked[key] = before
+                self._count(moved, -1)
+
+            self.journal.record(undo)
+        return [key for key, _before in changed]
+
+    def _count(self, moved: Mapping[tuple[Hashable, Hashable], int], sign: int) -> None:
+        """Apply changes of the per-chain reason counts (gains first, so no chain's table empties
+        on the way)."""
+        for (chain, tag), delta in sorted(moved.items(), key=lambda item: -item[1] * sign):
+            if delta:
+                self._tag((_QUOTA, None, None, chain, tag), delta * sign)
+
     def chain_reason(self, chain: Hashable) -> Hashable:
         """The reason key every workload of `chain` parked for quota carries; `MIXED` if they
         carry several, None if none is parked."""

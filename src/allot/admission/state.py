@@ -689,13 +689,7 @@ class AdmissionState:
         parked with the shape's mark as it came to the head; give them that reason now, unless
         it is the one they have (compared by the queue's reason key: nothing to walk when every
         workload of the chain carries it)."""
-        told = queue.reason_key(reason.message)
-        if queue.chain_reason(chain) == told:
-            return
-        for key in reversed(queue.deferred(chain)):
-            if queue.reason_key(queue.parked[key].message) != told:
-                queue.park(key, reason)
-                self.parked_in_cycle.append(key)
+        self.parked_in_cycle.extend(queue.retell(chain, reason))
 
     @staticmethod
     def _chain(queue: PendingQueue, entry: QueueEntry) -> Hashable:

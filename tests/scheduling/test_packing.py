@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 from allot.cluster.state import ClusterState
-from allot.model.core import Pod
+from allot.model.core import Node, Pod
+from allot.model.presets.classes import GPU_CLASS, MIG_CLASS
+from allot.model.presets.expand import expand_preset
+from allot.model.resource import DeviceClass, ResourceSlice
 from allot.scheduling.hints import Hints
 from allot.scheduling.packing.occupancy import GpuOccupancy
 from allot.scheduling.plugins.gpu_packing import GpuPacking
@@ -100,6 +103,36 @@ def test_whole_room_bounds_what_a_pod_could_get_or_says_it_cannot_tell() -> None
     # A node offering GPUs as devices and as allocatable: the count cannot tell.
     assert occupancy.whole_room(claims, index["both"]) is None
     assert occupancy.whole_room(asks, index["both"]) is None
+
+
+def test_whole_room_counts_untouched_mig_gpus_for_full_gpu_requests_but_not_for_slices() -> None:
+    # A DGX H100 whose GPUs are partitionable: each GPU is one full-GPU device and its MIG slices,
+    # all taking from one counter set.
+    objects = expand_preset("dgx-h100", 1, gpu_mode="mig")
+    state = ClusterState(
+        nodes=[o for o in objects if isinstance(o, Node)],
+        slices=[o for o in objects if isinstance(o, ResourceSlice)],
+        classes=[o for o in objects if isinstance(o, DeviceClass)],
+        templates=[
+            claim_template("eight", claim_spec(("gpu", GPU_CLASS, 8))),
+            claim_template("slice", claim_spec(("mig", MIG_CLASS, 1))),
+        ],
+        pods=[pod("big", claims={"gpu": "eight"}), pod("small", claims={"mig": "slice"})],
+    )
+    scheduler = Scheduler(state, {"default-scheduler": allot_profile()})
+    occupancy = GpuOccupancy(state)
+    big, small = state.pods["default/big"], state.pods["default/small"]
+    # A full-GPU device takes all of its GPU's multiprocessors: it needs an untouched GPU.
+    assert occupancy.whole_room(big, 0) == 8 and scheduler.fits_on("default/big", 0)
+    # A slice leaves room on its GPU for others: untouched GPUs bound nothing it can get.
+    assert occupancy.whole_room(small, 0) is None
+    assert isinstance(scheduler.schedule("default/small"), Placement)
+    # One slice taken: seven untouched GPUs, and the filters agree that eight do not fit.
+    assert occupancy.whole_room(big, 0) == 7
+    assert not scheduler.fits_on("default/big", 0)
+    hints = Hints(scheduler, lambda: occupancy)
+    assert hints.short_of_gpus("default/big", 0)
+    assert not hints.short_of_gpus("default/big", 0, ["default/small"])  # once the slice is freed
 
 
 @pytest.mark.parametrize(

@@ -19,10 +19,18 @@ What is free of each GPU, in [0, 1]:
 the GPUs nothing holds at all; `whole_need(pod)` is how many whole GPUs a
 pending pod asks for at least (its requests for exclusive GPU devices, and
 `nvidia.com/gpu`): a pod needing eight cannot be placed by any moves while
-the cluster has fewer than eight untouched GPUs. Per node the sums are recomputed only after an
-allocation on the node changed them (the state's allocation listeners,
-rollbacks included); everything read of nodes and devices is read again
-once the state's nodes, slices or device classes were replaced.
+the cluster has fewer than eight untouched GPUs.
+
+On a partitionable GPU, a full-GPU device (one that takes all of a counter
+that every device of its counter set uses) fits only while nothing holds
+any part of that GPU, so untouched GPUs bound what requests for such
+devices can get there; a MIG slice leaves room for others, and where a
+request may select one the count cannot tell.
+
+Per node the sums are recomputed only after an allocation on the node
+changed them (the state's allocation listeners, rollbacks included);
+everything read of nodes and devices is read again once the state's
+nodes, slices or device classes were replaced.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from allot.dra import Allocator, DeviceId
 from allot.dra.counters import PoolCounters
 from allot.dra.pools import NodeDevice
 from allot.dra.selection import candidates
-from allot.model.resource import AllocationResult
+from allot.model.resource import AllocationResult, DeviceRequest
 from allot.scheduling.framework import FloatArray, IntArray
 from allot.scheduling.topology.places import place_of
 
@@ -87,6 +95,9 @@ class GpuOccupancy:
         # (class, selectors) -> whether every device it selects is an exclusive GPU, and the nodes
         # where it selects some.
         self._whole: dict[tuple[str, tuple[str, ...]], tuple[bool, frozenset[int]]] = {}
+        # (class, selectors) -> the nodes where it selects a partition that leaves room on its GPU
+        # for others (a MIG slice), where untouched GPUs do not bound what it can get.
+        self._partial: dict[tuple[str, tuple[str, ...]], frozenset[int]] = {}
         # The state makes a new slice index whenever nodes, slices, taint rules or classes change:
         # everything above was read through it and is read again after.
         self._slices = state.slices
@@ -101,6 +112,7 @@ class GpuOccupancy:
             self._totals = None
             self._allocator = None
             self._whole.clear()
+            self._partial.clear()
 
     def detach(self) -> None:
         if self._on_allocation in self.state.allocation_listeners:
@@ -203,8 +215,9 @@ class GpuOccupancy:
         where this count cannot tell: the pod asks for GPUs both through claims and
         `nvidia.com/gpu`, the node offers them both ways (devices and allocatable, or an extended
         resource a DeviceClass serves), or its GPUs are partitionable (several exclusive partitions
-        share one counted GPU). Queueing hints use it to skip work, so it never says less than a
-        placement could find. `requests`: the pod's `whole_requests`, when the caller has them."""
+        share one counted GPU, and the pod's requests may select one). Queueing hints use it to skip
+        work, so it never says less than a placement could find. `requests`: the pod's
+        `whole_requests`, when the caller has them."""
         plugin = int(info.requests.get(PLUGIN_GPU_RESOURCE, 0))
         need, nodes = requests if requests is not None else self._whole_requests(info)
         node = self._node(index)
@@ -215,9 +228,21 @@ class GpuOccupancy:
             return max(total - used, 0)
         if nodes is not None and index not in nodes:
             return 0  # its claims select no GPU there
-        if total or node.partitioned:
+        if total or (node.partitioned and self._may_select_partial(info, index)):
             return None
         return self.untouched(index)
+
+    def _may_select_partial(self, info: PodInfo, index: int) -> bool:
+        """Whether one of the pod's whole-GPU requests may select, on node `index`, a partition that
+        leaves room on its GPU (`_full_partitions`): then the count of untouched GPUs is no bound."""
+        for claim in self.state.pod_claims(info):
+            if claim.status.allocation is not None:
+                continue
+            for request in claim.spec.devices.requests:
+                shape = _whole_shape(request)
+                if shape is not None and index in self._partial_nodes(shape[0], shape[1]):
+                    return True
+        return False
 
     def held(self, info: PodInfo) -> int:
         """At least as many GPUs as the bound pod would leave untouched if it went: the GPU devices
@@ -256,17 +281,12 @@ class GpuOccupancy:
             if claim.status.allocation is not None:
                 continue
             for request in claim.spec.devices.requests:
-                exact = request.exactly
-                if (
-                    exact is None
-                    or exact.allocation_mode not in ("", "ExactCount")
-                    or exact.capacity is not None
-                ):
+                shape = _whole_shape(request)
+                if shape is None:
                     continue
-                selectors = tuple(s.cel.expression for s in exact.selectors if s.cel is not None)
-                whole, where = self._selects_whole_gpus(exact.device_class_name, selectors)
+                whole, where = self._selects_whole_gpus(shape[0], shape[1])
                 if whole:
-                    need += max(exact.count or 1, 1)
+                    need += max(shape[2], 1)
                     nodes = None if nodes is None else nodes | where
         return need, nodes
 
@@ -278,6 +298,10 @@ class GpuOccupancy:
             found = self._whole[key] = self._scan(class_name, selectors)
         return found
 
+    def _partial_nodes(self, class_name: str, selectors: tuple[str, ...]) -> frozenset[int]:
+        self._selects_whole_gpus(class_name, selectors)
+        return self._partial.get((class_name, selectors), frozenset())
+
     def _scan(self, class_name: str, selectors: tuple[str, ...]) -> tuple[bool, frozenset[int]]:
         state = self.state
         device_class = state.classes.get(class_name)
@@ -288,6 +312,7 @@ class GpuOccupancy:
         allocator = self._allocator
         class_selectors = tuple(s.cel.expression for s in device_class.spec.selectors if s.cel is not None)
         nodes: set[int] = set()
+        partial: set[int] = set()
         for node in state.nodes.infos:
             found = candidates(allocator.pools(node.node), allocator.selectors, class_selectors, selectors)
             if found.errors:
@@ -296,6 +321,9 @@ class GpuOccupancy:
                 if device.shared or not is_gpu(device):
                     return False, frozenset()
                 nodes.add(node.index)
+                if device.counters and not _fills_a_gpu(device):
+                    partial.add(node.index)
+        self._partial[(class_name, selectors)] = frozenset(partial)
         return bool(nodes), frozenset(nodes)
 
     def free_of(self, nodes: IntArray) -> FloatArray:
@@ -339,3 +367,34 @@ class GpuOccupancy:
             free += 1.0 - taken
         node.free = free
         node.untouched = untouched
+
+
+def _whole_shape(request: DeviceRequest) -> tuple[str, tuple[str, ...], int] | None:
+    """(class, selectors, count) of a request for an exact number of devices with no capacity asked
+    (what may be whole GPUs), else None."""
+    exact = request.exactly
+    if exact is None or exact.allocation_mode not in ("", "ExactCount") or exact.capacity is not None:
+        return None
+    selectors = tuple(s.cel.expression for s in exact.selectors if s.cel is not None)
+    return exact.device_class_name, selectors, exact.count or 1
+
+
+def _fills_a_gpu(device: NodeDevice) -> bool:
+    """Whether the partitionable device takes all of one counter that every device consuming from
+    its counter set also uses (a full-GPU device of a MIG GPU): it then fits only while nothing
+    holds any part of that GPU, and takes all of it, so it counts as one untouched GPU."""
+    pool = device.pool.counters
+    if pool is None:
+        return False
+    layout = pool.layout
+    for position, amount in device.counters:
+        if amount <= 0 or amount != layout.totals[position]:
+            continue
+        counter_set = layout.names[position][0]
+        if all(
+            any(p == position and a > 0 for p, a in consumption)
+            for _device, consumption in pool.devices
+            if any(layout.names[p][0] == counter_set for p, _a in consumption)
+        ):
+            return True
+    return False

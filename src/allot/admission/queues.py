@@ -365,9 +365,8 @@ class PendingQueue:
         return [key for key, _before in changed]
 
     def _count(self, moved: Mapping[tuple[Hashable, Hashable], int], sign: int) -> None:
-        """Apply changes of the per-chain reason counts (gains first, so no chain's table empties
-        on the way)."""
-        for (chain, tag), delta in sorted(moved.items(), key=lambda item: -item[1] * sign):
+        """Apply changes of the per-chain reason counts."""
+        for (chain, tag), delta in moved.items():
             if delta:
                 self._tag((_QUOTA, None, None, chain, tag), delta * sign)
 

@@ -234,7 +234,7 @@ class GpuOccupancy:
 
     def _may_select_partial(self, info: PodInfo, index: int) -> bool:
         """Whether one of the pod's whole-GPU requests may select, on node `index`, a partition that
-        leaves room on its GPU (`_full_partitions`): then the count of untouched GPUs is no bound."""
+        leaves room on its GPU (not `_fills_a_gpu`): then the count of untouched GPUs is no bound."""
         for claim in self.state.pod_claims(info):
             if claim.status.allocation is not None:
                 continue

@@ -39,6 +39,7 @@ from allot.scheduling.plugins.gpu_isolation import OTHER_DOMAIN
 from allot.scheduling.profile import DEFAULT_FILTERS, DEFAULT_SCORE_WEIGHTS, Profile
 from differential.case import Case, final, key_of, state_after, state_before
 from differential.features import gated
+from differential.upstream_defects import counter_leak_explains
 from differential.validity import problems
 
 Obj = dict[str, Any]
@@ -57,6 +58,8 @@ KUBE_EQUIVALENT = {
 ISOLATION = "isolation"
 DEVICE_PREEMPTION = "device preemption"
 CHOICE = "choice"
+# kube-scheduler's allocator wrong where allot is right (`differential.upstream_defects`).
+UPSTREAM_COUNTER_LEAK = "kube-scheduler counter leak (kubernetes#140436)"
 
 
 class Decoded:
@@ -291,6 +294,8 @@ def compare_step(case: Case, index: int, decoded: Decoded | None = None) -> Step
         equivalent = run_allot(objects, profiles=KUBE_EQUIVALENT, decoded=decoded)
         if (step.pod in {b.pod for b in equivalent.bound}) == (step.node is not None):
             report.intended = report.intended_kind()
+        elif _upstream_counter_leak(report, objects):
+            report.intended = UPSTREAM_COUNTER_LEAK
     if report.kube_node is not None and report.allot_node is not None and not report.kube_victims:
         report.node_scored_best = report.kube_node == report.allot_node or _scored_best(
             objects, step.pod, report.kube_node, decoded
@@ -301,6 +306,16 @@ def compare_step(case: Case, index: int, decoded: Decoded | None = None) -> Step
             before = set(problems(objects))
             report.invalid = [p for p in found if p not in before]
     return report
+
+
+def _upstream_counter_leak(report: StepReport, objects: Sequence[Obj]) -> bool:
+    """kube-scheduler could not allocate the claims where allot, without victims, placed the pod,
+    and kube-scheduler's known counter leak is what keeps them off allot's node."""
+    if report.kube_node is not None or report.allot_node is None or report.allot_victims:
+        return False
+    if CANNOT_ALLOCATE not in report.kube_message:
+        return False
+    return counter_leak_explains(objects, report.pod, report.allot_node)
 
 
 def _scored_best(objects: Sequence[Obj], pod: str, node: str, decoded: Decoded | None) -> bool:

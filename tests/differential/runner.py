@@ -15,8 +15,10 @@ recorder is given another `Scheduler` (`differential.allot_run` plays `allot run
    scheduling gate, so that kube-scheduler does not see it before the resourceclaim controller
    has made its claims; once they exist the pod (and its claims) is read into the input, the
    gate is removed, and the runner waits until the pod is bound or marked unschedulable and
-   quiet. kube-scheduler therefore takes the pods in creation order, never from a backlog
-   (whose order is arbitrary), at the cost of one scheduling round trip per pod (about 0.1 s);
+   quiet (reason Unschedulable: after a SchedulerError, such as a PreBind that lost a race,
+   kube-scheduler tries the pod again, and the runner waits for that). kube-scheduler
+   therefore takes the pods in creation order, never from a backlog (whose order is
+   arbitrary), at the cost of one scheduling round trip per pod (about 0.1 s);
 5. plays the kubelet's part in preemption: a victim that kube-scheduler deletes would wait
    for its kubelet; the runner deletes it at once (grace period 0), as a kubelet would once
    the containers stop;
@@ -332,7 +334,8 @@ class Recorder:
         return found
 
     def wait_decided(self, pod: Obj) -> tuple[str | None, str]:
-        """(node, "") once bound; (None, message) once unschedulable and quiet."""
+        """(node, "") once bound; (None, message) once unschedulable (the condition's reason, not a
+        scheduler error the pod is retried after) and quiet."""
         deadline = time.monotonic() + STEP_TIMEOUT
         quiet_since: float | None = None
         path = _path(pod, name=True)
@@ -343,10 +346,12 @@ class Recorder:
                 return node, ""
             busy = self._delete_terminating() or bool((current.get("status") or {}).get("nominatedNodeName"))
             condition = _condition(current)
+            # Only a verdict counts: kube-scheduler marks a pod whose binding cycle failed (a PreBind
+            # that found its shared claim deallocated meanwhile, say) SchedulerError and retries it.
             unschedulable = (
                 condition is not None
                 and condition.get("status") == "False"
-                and condition.get("reason") != "SchedulingGated"
+                and condition.get("reason") == "Unschedulable"
             )
             if unschedulable and not busy:
                 quiet_since = quiet_since or time.monotonic()

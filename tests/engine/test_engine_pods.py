@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
-from allot.cluster.state import ClusterState
+from allot.cluster.state import CLAIM_NOT_FOUND, ClusterState
 from allot.engine.decisions import Bound, Evicted
 from allot.engine.engine import Engine, EnginePolicy
 from allot.model.core import PersistentVolumeClaimVolumeSource, PodSchedulingGate, Taint, Volume
@@ -290,3 +290,28 @@ def test_without_the_gpu_bound_the_same_gang_is_bind_tested_at_each_freed_node()
     state.remove_pod("default/busy0")
     engine.cycle()
     assert bind_tests  # what the bound saves
+
+
+def test_a_claim_deleted_under_a_waiting_pod_makes_it_wait_for_the_claim_again() -> None:
+    # Claims from the API (as `allot run` keeps them): the pod waits, its claim is deleted, and the
+    # next cycle tries it without the claim (the deletion is a claim event) and must not crash.
+    state = ClusterState(
+        nodes=[node("n1", cpu="4")],
+        classes=[device_class("none", driver="none.example.com"), device_class()],
+        slices=[gpu_slice("n1", 1)],
+        claims=[claim("doomed", claim_spec(("gpu", "none", 1)))],
+        pods=[pod("orphaned", claim_names={"gpu": "doomed"})],
+        generate_claims=False,
+    )
+    engine = Engine(state)
+    assert [d.pod for d in engine.cycle().waiting] == ["default/orphaned"]
+    assert state.drop_claim("default/doomed") == ["default/orphaned"]
+    assert state.pods["default/orphaned"].missing == [CLAIM_NOT_FOUND.format(key="default/doomed")]
+    (waiting,) = engine.cycle().waiting
+    assert CLAIM_NOT_FOUND.format(key="default/doomed") in waiting.reason
+    # A claim of that name made again is the pod's (the live cache looks the pod's claims up again).
+    state.apply_claim(claim("doomed", claim_spec(("gpu", GPU_DRIVER, 1))))
+    state.update_pod(state.pods["default/orphaned"].pod)
+    assert [(b.pod, b.node) for b in engine.cycle().bound] == [("default/orphaned", "n1")]
+    # Deleted under a bound pod, it sends no pending pod back to wait.
+    assert state.drop_claim("default/doomed") == []

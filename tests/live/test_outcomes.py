@@ -15,6 +15,8 @@ from live.cluster import (
     bound_nodes,
     create_node,
     eventually,
+    gpu_class,
+    gpu_slice,
     pod_manifest,
     pods,
     priority_class,
@@ -248,3 +250,48 @@ def test_a_preemptor_is_nominated_and_waits_until_its_victims_are_gone(
     assert notes == [told["message"]]
     plane.kubectl("delete", "pod", "slow-victim", "-n", NS, "--force", "--grace-period=0")
     assert eventually(lambda: bound_nodes(plane, NS).get("boss"), what="preemptor bound") == "nom-1"
+
+
+def _named_claim(name: str, device_class: str) -> str:
+    return json.dumps({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]}},
+    })  # fmt: skip
+
+
+def test_a_claim_deleted_under_a_waiting_pod_makes_it_wait_for_the_claim_and_a_new_one_is_used(
+    plane: ControlPlane, allot: AllotProcess
+) -> None:
+    create_node(plane, "claimgone-1", cpu="8", labels={"test": "outcomes-claim-gone"})
+    plane.apply(gpu_slice("claimgone-1", 1))
+    plane.apply(gpu_class("claimgone-gpu"))
+    plane.apply(gpu_class("claimgone-none", driver="none.example.com"))
+    selector = {"nodeSelector": {"test": "outcomes-claim-gone"}}
+    # The claim asks for a device no node has: the pod waits, tried and told why.
+    plane.apply(_named_claim("doomed", "claimgone-none"))
+    plane.apply(pod_manifest("orphaned", namespace=NS, claim="doomed", extra_spec=selector))
+    condition = eventually(
+        lambda: _condition(pods(plane, NS).get("orphaned", {}), "PodScheduled"), what="PodScheduled"
+    )
+    assert "cannot allocate all claims" in condition["message"]
+    # Deleted while the pod waits: the pod names a claim that is gone, and allot keeps scheduling.
+    plane.kubectl("delete", "resourceclaim", "doomed", "-n", NS)
+    # A new node with a device of the class the deleted claim asked for wakes the pod: it is tried
+    # without its claim.
+    create_node(plane, "claimgone-2", cpu="8", labels={"test": "outcomes-claim-gone"})
+    plane.apply(gpu_slice("claimgone-2", 1, driver="none.example.com"))
+    plane.apply(pod_manifest("after-delete", namespace=NS, extra_spec=selector))
+    eventually(lambda: bound_nodes(plane, NS).get("after-delete"), what="a later pod bound")
+    assert allot.alive(), allot.output()[-3000:]
+    assert "orphaned" not in bound_nodes(plane, NS)
+    # A claim of that name made again, one the node can serve, is the one the pod gets.
+    plane.apply(_named_claim("doomed", "claimgone-gpu"))
+    node = eventually(lambda: bound_nodes(plane, NS).get("orphaned"), what="pod bound")
+    claim = plane.get("resourceclaims", namespace=NS)["items"]
+    doomed = next(c for c in claim if c["metadata"]["name"] == "doomed")
+    results = doomed["status"]["allocation"]["devices"]["results"]
+    assert [(r["pool"], r["device"]) for r in results] == [(node, "gpu-0")]
+    assert allot.alive(), allot.output()[-3000:]
+    assert "internal error" not in allot.output(), allot.output()[-3000:]
+    plane.kubectl("delete", "pod", "orphaned", "after-delete", "-n", NS, "--grace-period=0", "--force")

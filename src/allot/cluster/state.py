@@ -152,6 +152,10 @@ class ClusterState:
             list(pod_mutators) if pod_mutators is not None else [hami.mutate_pod]
         )
         self.pods: dict[str, PodInfo] = {}
+        # Pending pods by the claims they name, where claims come from the API (not generated
+        # here): a claim deleted under a pending pod makes it wait for the claim again. Entries
+        # are checked when used, so a pod bound or gone since costs nothing but the entry.
+        self._claim_users: dict[str, set[str]] = {}
         # Bound pods by labels and topology, host ports and claims (inter-pod affinity, spreading).
         self.pod_index = PodIndex(self, self.namespace_labels)
         # How many bound pods have each priority (preemption asks whether anything lower runs).
@@ -290,6 +294,8 @@ class ClusterState:
         )
         self.pods[key] = info
         self.journal.record(lambda: self.pods.pop(key, None))
+        if info.node is None:
+            self._note_claim_users(info)
         self._emit(ClusterEvent(ClusterEventKind.POD_ADDED, priority=info.priority, pod=key))
         if bind_existing and pod.spec.node_name and pod.status.phase not in TERMINAL_PHASES:
             index = self.nodes.index.get(pod.spec.node_name)
@@ -679,8 +685,9 @@ class ClusterState:
         if after is not None:
             self._apply_allocation(after, +1)
 
-    def drop_claim(self, claim_key: str) -> None:
-        """A claim deleted from the API: its devices are free."""
+    def drop_claim(self, claim_key: str) -> list[str]:
+        """A claim deleted from the API: its devices are free, and the pending pods that name it
+        wait for it again (their claims are missing). Returns those pods' keys."""
         self._outside_transaction("drop_claim")
         claim = self.claims.pop(claim_key, None)
         if claim is not None and claim.status.allocation is not None:
@@ -688,6 +695,32 @@ class ClusterState:
             self.releases += 1
         if claim is not None:
             self._emit(ClusterEvent(ClusterEventKind.CLAIM_CHANGED))
+        waiting: list[str] = []
+        for pod_key in sorted(self._claim_users.pop(claim_key, ())):
+            info = self.pods.get(pod_key)
+            if info is None or info.node is not None or all(key != claim_key for _, key in info.claims):
+                continue
+            entries, missing = self._claim_entries(info.pod)
+            info.claims, info.missing = tuple(entries), missing
+            self._note_claim_users(info)
+            waiting.append(pod_key)
+            self._emit(ClusterEvent(ClusterEventKind.POD_UPDATED, None, info.priority, pod_key))
+        return waiting
+
+    def _note_claim_users(self, info: PodInfo) -> None:
+        if self.generate_claims:
+            return
+        for _, claim_key in info.claims:
+            if claim_key:
+                self._claim_users.setdefault(claim_key, set()).add(info.key)
+
+    def _forget_claim_users(self, info: PodInfo) -> None:
+        for _, claim_key in info.claims:
+            users = self._claim_users.get(claim_key)
+            if users is not None:
+                users.discard(info.key)
+                if not users:
+                    del self._claim_users[claim_key]
 
     def add_bound_pod(self, pod: Pod) -> PodInfo:
         """A pod the API shows bound to a node of this state (`spec.nodeName`): it takes its
@@ -732,6 +765,7 @@ class ClusterState:
         else:
             entries, missing = self._claim_entries(pod)
             info.claims, info.missing = tuple(entries), missing
+            self._note_claim_users(info)
             info.requests = pod_requests(pod)
             info.nonzero = nonzero_cpu_memory(pod)
             info.incoming_nonzero = nonzero_cpu_memory(pod, pod_level=False)
@@ -743,6 +777,8 @@ class ClusterState:
         """A pod deleted from the API: it leaves its node; its claims follow from the API."""
         self._outside_transaction("drop_pod")
         info = self.pods.pop(pod_key, None)
+        if info is not None:
+            self._forget_claim_users(info)
         if info is not None and info.node is not None:
             index = info.node
             self._vacate(info)

@@ -464,7 +464,9 @@ class LiveCache:
         return woken
 
     def _drop_claim(self, key: str) -> None:
-        self.state_or_fail().drop_claim(key)
+        # Pending pods that name the claim wait for it again (`_apply_claim` wakes them).
+        for pod_key in self.state_or_fail().drop_claim(key):
+            self._index_missing(pod_key)
 
     def _restore_claims(self, keys: Iterable[str]) -> None:
         """Set claims back to what the API holds (after a forgotten assumption)."""

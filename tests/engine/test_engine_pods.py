@@ -8,6 +8,7 @@ from allot.cluster.state import CLAIM_NOT_FOUND, ClusterState
 from allot.engine.decisions import Bound, Evicted
 from allot.engine.engine import Engine, EnginePolicy
 from allot.model.core import PersistentVolumeClaimVolumeSource, PodSchedulingGate, Taint, Volume
+from allot.scheduling.diagnosis import NO_NODES
 from builders import GPU_DRIVER, claim, claim_spec, device_class, gpu_slice, node, pod
 
 from .counting import calls, tried_pods
@@ -315,3 +316,13 @@ def test_a_claim_deleted_under_a_waiting_pod_makes_it_wait_for_the_claim_again()
     assert [(b.pod, b.node) for b in engine.cycle().bound] == [("default/orphaned", "n1")]
     # Deleted under a bound pod, it sends no pending pod back to wait.
     assert state.drop_claim("default/doomed") == []
+
+
+def test_a_pod_that_found_no_nodes_is_tried_when_a_node_comes() -> None:
+    # No plugin rejected it, so no plugin's events are what it waits for: any event may help.
+    state = ClusterState(nodes=[], pods=[pod("early", cpu="4")])
+    engine = Engine(state)
+    assert [(w.pod, w.reason) for w in engine.cycle().waiting] == [("default/early", NO_NODES)]
+    assert engine.cycle().decisions == ()
+    state.replace_nodes([node("n1", cpu="8")])
+    assert [(b.pod, b.node) for b in engine.cycle().bound] == [("default/early", "n1")]

@@ -295,3 +295,22 @@ def test_a_claim_deleted_under_a_waiting_pod_makes_it_wait_for_the_claim_and_a_n
     assert allot.alive(), allot.output()[-3000:]
     assert "internal error" not in allot.output(), allot.output()[-3000:]
     plane.kubectl("delete", "pod", "orphaned", "after-delete", "-n", NS, "--grace-period=0", "--force")
+
+
+def test_a_pod_on_a_cluster_without_nodes_says_so_and_is_bound_once_a_node_comes(
+    fresh_control_plane: ControlPlane,
+) -> None:
+    # kube-scheduler v1.36 on the same control plane writes this message, and binds the pod
+    # about a second after a node is added (it tries a pod no plugin rejected on any event).
+    plane = fresh_control_plane
+    plane.start_controller_manager()
+    with AllotProcess(plane) as allot:
+        plane.apply(pod_manifest("lonely"))
+        condition = eventually(
+            lambda: _condition(pods(plane).get("lonely", {}), "PodScheduled"), what="PodScheduled"
+        )
+        assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
+        assert condition["message"] == "no nodes available to schedule pods"
+        create_node(plane, "first-node")
+        assert eventually(lambda: bound_nodes(plane).get("lonely"), timeout=30) == "first-node"
+        assert "internal error" not in allot.output()

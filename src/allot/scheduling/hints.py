@@ -130,8 +130,13 @@ class Hints:
         """The event kinds that could change this failed pod's verdict."""
         info = self.state.pods[pod_key]
         name = info.pod.spec.scheduler_name
+        rejecting = rejecting_plugins(diagnosis)
+        if not rejecting:
+            # Rejected by no plugin (a cluster without nodes): any event may help, as kube-scheduler
+            # requeues a pod no plugin rejected on every event.
+            return ALL_KINDS
         kinds: frozenset[ClusterEventKind] = frozenset()
-        for plugin in rejecting_plugins(diagnosis):
+        for plugin in rejecting:
             kinds |= self._wake_on(name, plugin)
         if preempting and info.pod.spec.preemption_policy != "Never" and _preemption_could_help(diagnosis):
             kinds |= PREEMPTION_EVENTS

@@ -261,6 +261,10 @@ class Scheduler:
         if plugins is None:
             status = unresolvable("", f"no scheduler profile named {info.pod.spec.scheduler_name!r}")
             return Unschedulable(pod_key, Diagnosis(total, pre_filter=status))
+        if total == 0 and not info.missing:
+            # kube-scheduler looks for nodes before it runs a plugin; a pod whose claims are missing
+            # never got that far (its PreEnqueue kept it out of the queue).
+            return Unschedulable(pod_key, Diagnosis(0))
         cycle = Cycle(state, info)
         for pre in plugins.pre_filters:
             status = pre.pre_filter(cycle)

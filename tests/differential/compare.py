@@ -320,11 +320,16 @@ def _upstream_counter_leak(report: StepReport, objects: Sequence[Obj]) -> bool:
 
 def _scored_best(objects: Sequence[Obj], pod: str, node: str, decoded: Decoded | None) -> bool:
     """Whether `node` is among the nodes allot, with kube-scheduler's behaviour, scores best for
-    `pod` on these objects."""
+    `pod` on these objects, leaving out the nodes kube-scheduler's counter leak refused
+    (`differential.upstream_defects`)."""
     manifests = decoded.manifests(objects) if decoded is not None else _load(objects)
     engine = build_engine(manifests, profiles=KUBE_EQUIVALENT, now=dump_time(manifests))
     scores = engine.scheduler.node_scores(pod)
-    return node in scores and scores[node] == max(scores.values())
+    if node not in scores:
+        return False
+    # Nodes kube-scheduler's counter leak kept the pod off were no choice it had.
+    better = [n for n, score in scores.items() if score > scores[node]]
+    return all(counter_leak_explains(objects, pod, n) for n in better)
 
 
 def _placed(result: PlanResult, running: set[str]) -> set[str]:
@@ -382,21 +387,28 @@ def _explain(case: Case, report: CaseReport, running: set[str], decoded: Decoded
         first = placed(profiles, 0)
         if any(placed(profiles, seed) != first for seed in SEEDS):
             return CHOICE
-    if all(_step_is_allots(case, i, decoded) for i in range(len(case.steps))):
-        return CHOICE
+    verdicts = [_step_is_allots(case, i, decoded) for i in range(len(case.steps))]
+    if all(verdicts):
+        return UPSTREAM_COUNTER_LEAK if UPSTREAM_COUNTER_LEAK in verdicts else CHOICE
     return ""
 
 
-def _step_is_allots(case: Case, index: int, decoded: Decoded) -> bool:
+def _step_is_allots(case: Case, index: int, decoded: Decoded) -> str:
     """Whether allot with kube-scheduler's behaviour, from the state kube-scheduler had, could
-    have made kube-scheduler's decision at this step (up to a choice among equally scored nodes)."""
+    have made kube-scheduler's decision at this step (up to a choice among equally scored nodes):
+    CHOICE if so, UPSTREAM_COUNTER_LEAK where only kube-scheduler's counter leak parts them
+    (`differential.upstream_defects`), "" if not."""
     step = case.steps[index]
     objects = state_before(case, index)
     result = run_allot(objects, profiles=KUBE_EQUIVALENT, decoded=decoded)
     node = {b.pod: b.node for b in result.bound}.get(step.pod)
-    if (node is None) != (step.node is None):
-        return False
     victims = sorted(e.pod for e in result.evicted)
+    if step.node is None and node is not None and not victims:
+        return UPSTREAM_COUNTER_LEAK if counter_leak_explains(objects, step.pod, node) else ""
+    if (node is None) != (step.node is None):
+        return ""
     if victims or step.changes.deleted:
-        return victims == sorted(step.changes.deleted) and node == step.node
-    return step.node is None or node == step.node or _scored_best(objects, step.pod, step.node, decoded)
+        return CHOICE if victims == sorted(step.changes.deleted) and node == step.node else ""
+    if step.node is None or node == step.node:
+        return CHOICE
+    return CHOICE if _scored_best(objects, step.pod, step.node, decoded) else ""

@@ -89,15 +89,29 @@ def gpu_class(name: str = "gpu", *, driver: str = DRIVER) -> str:
     })  # fmt: skip
 
 
+def _claim_spec(device_class: str, count: int) -> dict[str, Any]:
+    return {
+        "devices": {
+            "requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class, "count": count}}]
+        }
+    }
+
+
 def claim_template(
     name: str, *, namespace: str = "default", device_class: str = "gpu", count: int = 1
 ) -> str:
     return json.dumps({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"spec": {"devices": {"requests": [
-            {"name": "gpu", "exactly": {"deviceClassName": device_class, "count": count}}
-        ]}}},
+        "spec": {"spec": _claim_spec(device_class, count)},
+    })  # fmt: skip
+
+
+def named_claim(name: str, *, namespace: str = "default", device_class: str = "gpu", count: int = 1) -> str:
+    """A ResourceClaim made by hand (pods name it in `resourceClaimName`)."""
+    return json.dumps({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace}, "spec": _claim_spec(device_class, count),
     })  # fmt: skip
 
 

@@ -8,7 +8,6 @@ minutes after nodes came back."""
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from live.cluster import (
     eventually,
     gpu_class,
     gpu_slice,
+    named_claim,
     pending_that_fit,
     pod_manifest,
     pods,
@@ -36,14 +36,6 @@ OPERATIONS = (
     "claim", "delete-claim", *["delete-pod"] * 2, "delete-slice", "slice", "delete-node", "node",
     "delete-class", "class", "delete-template", "template",
 )  # fmt: skip
-
-
-def _named_claim(name: str) -> str:
-    return json.dumps({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
-    })  # fmt: skip
 
 
 def _step(plane: ControlPlane, rng: random.Random, count: int) -> None:
@@ -62,7 +54,7 @@ def _step(plane: ControlPlane, rng: random.Random, count: int) -> None:
     elif operation == "pod-cpu":
         plane.apply(pod_manifest(name, cpu=str(rng.choice([1, 2, 4]))))
     elif operation == "claim":
-        plane.apply(_named_claim(claim))
+        plane.apply(named_claim(claim))
     elif operation == "delete-claim":
         plane.kubectl("delete", "resourceclaim", claim, "--ignore-not-found", "--wait=false")
     elif operation == "delete-pod":

@@ -17,6 +17,7 @@ from live.cluster import (
     eventually,
     gpu_class,
     gpu_slice,
+    named_claim,
     pod_manifest,
     pods,
     priority_class,
@@ -252,14 +253,6 @@ def test_a_preemptor_is_nominated_and_waits_until_its_victims_are_gone(
     assert eventually(lambda: bound_nodes(plane, NS).get("boss"), what="preemptor bound") == "nom-1"
 
 
-def _named_claim(name: str, device_class: str) -> str:
-    return json.dumps({
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]}},
-    })  # fmt: skip
-
-
 def test_a_claim_deleted_under_a_waiting_pod_makes_it_wait_for_the_claim_and_a_new_one_is_used(
     plane: ControlPlane, allot: AllotProcess
 ) -> None:
@@ -269,7 +262,7 @@ def test_a_claim_deleted_under_a_waiting_pod_makes_it_wait_for_the_claim_and_a_n
     plane.apply(gpu_class("claimgone-none", driver="none.example.com"))
     selector = {"nodeSelector": {"test": "outcomes-claim-gone"}}
     # The claim asks for a device no node has: the pod waits, tried and told why.
-    plane.apply(_named_claim("doomed", "claimgone-none"))
+    plane.apply(named_claim("doomed", namespace=NS, device_class="claimgone-none"))
     plane.apply(pod_manifest("orphaned", namespace=NS, claim="doomed", extra_spec=selector))
     condition = eventually(
         lambda: _condition(pods(plane, NS).get("orphaned", {}), "PodScheduled"), what="PodScheduled"
@@ -286,7 +279,7 @@ def test_a_claim_deleted_under_a_waiting_pod_makes_it_wait_for_the_claim_and_a_n
     assert allot.alive(), allot.output()[-3000:]
     assert "orphaned" not in bound_nodes(plane, NS)
     # A claim of that name made again, one the node can serve, is the one the pod gets.
-    plane.apply(_named_claim("doomed", "claimgone-gpu"))
+    plane.apply(named_claim("doomed", namespace=NS, device_class="claimgone-gpu"))
     node = eventually(lambda: bound_nodes(plane, NS).get("orphaned"), what="pod bound")
     claim = plane.get("resourceclaims", namespace=NS)["items"]
     doomed = next(c for c in claim if c["metadata"]["name"] == "doomed")

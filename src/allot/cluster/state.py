@@ -294,8 +294,7 @@ class ClusterState:
         )
         self.pods[key] = info
         self.journal.record(lambda: self.pods.pop(key, None))
-        if info.node is None:
-            self._note_claim_users(info)
+        self._note_claim_users(info)
         self._emit(ClusterEvent(ClusterEventKind.POD_ADDED, priority=info.priority, pod=key))
         if bind_existing and pod.spec.node_name and pod.status.phase not in TERMINAL_PHASES:
             index = self.nodes.index.get(pod.spec.node_name)

@@ -60,7 +60,7 @@ def run_tournament(
     out again only the nominees whose path's usage changed."""
     if root.is_cq:
         return nominees.get(root.name)
-    values: dict[tuple[int, str], DRS] = {}
+    values: dict[tuple[int, str], tuple[bool, DRS]] = {}
     for cq in root.subtree_cqs():
         nominee = nominees.get(cq.name)
         if nominee is None:
@@ -75,9 +75,13 @@ def run_tournament(
             levels = shares_by_cohort(shares, cq, nominee.usage)
             if memo is not None:
                 memo[slot] = (nominee.usage, generations, levels)
+        usage = nominee.usage
         for level, drs in levels:
-            values[(level, nominee.key)] = drs
-    less = _comparer(values, prioritize_non_borrowing)
+            # Whether the subtree borrows in what the nominee asks for, read once per tournament
+            # rather than at every comparison.
+            borrows = prioritize_non_borrowing and drs.borrowing_on(usage)
+            values[(level, nominee.key)] = (borrows, drs)
+    less = _comparer(values)
     return _play(root, nominees, less)
 
 
@@ -95,16 +99,15 @@ def shares_by_cohort(
     return levels
 
 
-def _comparer(
-    values: Mapping[tuple[int, str], DRS], prioritize_non_borrowing: bool
-) -> Callable[[Nominee, Nominee, Node], bool]:
+def _comparer(values: Mapping[tuple[int, str], tuple[bool, DRS]]) -> Callable[[Nominee, Nominee, Node], bool]:
+    """Values hold, per (cohort, nominee), whether the nominee's subtree borrows in what it asks
+    for (always false without FairSharingPrioritizeNonBorrowing) and its DRS after admission."""
+
     def less(a: Nominee, b: Nominee, cohort: Node) -> bool:
-        da = values[(id(cohort), a.key)]
-        db = values[(id(cohort), b.key)]
-        if prioritize_non_borrowing:
-            a_borrows, b_borrows = da.borrowing_on(a.usage), db.borrowing_on(b.usage)
-            if a_borrows != b_borrows:
-                return not a_borrows
+        a_borrows, da = values[(id(cohort), a.key)]
+        b_borrows, db = values[(id(cohort), b.key)]
+        if a_borrows != b_borrows:
+            return not a_borrows
         order = compare_drs(da, db)
         if order:
             return order < 0

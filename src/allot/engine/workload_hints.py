@@ -115,6 +115,7 @@ class PlacementWaits:
         self.depends_on_others = depends_on_others
         self.hints = hints
         self._waits: dict[str, _Wait] = {}
+        self._class_texts: dict[object, str] = {}
         # group -> (order time, key) of its waiting members; the reason the group failed with.
         self._groups: dict[Group, list[tuple[float, str]]] = {}
         self._reasons: dict[Group, str] = {}
@@ -143,7 +144,7 @@ class PlacementWaits:
         entry = self.admission.entries.get(key)
         if entry is None or entry.cluster_queue is None or assignment.mode is Mode.NO_FIT:
             return None
-        classes = tuple(sorted(repr(self.probe_class(p)) for p in probes))
+        classes = tuple(sorted(self._class_text(self.probe_class(p)) for p in probes))
         # Victims depend on the preemptor's queue, priority and usage, and on its timestamp only
         # where an equal-priority newer workload may be preempted.
         stamp = entry.order_time if self._stamped(assignment) else None
@@ -155,6 +156,16 @@ class PlacementWaits:
             classes,
             stamp,
         )
+
+    def _class_text(self, klass: object) -> str:
+        """A probe class as text (classes are bytes or pod keys, which do not sort together), kept:
+        an encoded class is long, and the same few are asked for at every park."""
+        known = self._class_texts.get(klass)
+        if known is None:
+            if len(self._class_texts) >= 100_000:
+                self._class_texts.clear()
+            known = self._class_texts[klass] = repr(klass)
+        return known
 
     def _stamped(self, assignment: Assignment) -> bool:
         return assignment.mode is Mode.PREEMPT and timestamp_matters(

@@ -204,6 +204,8 @@ class PodPath:
         only take room)."""
         assert waiting.missing is not None
         missing = waiting.missing
+        if not waiting.changed:
+            return sum(waiting.room.values()) >= missing  # nothing to count again
         members = sorted(self._groups.get(unit[len(GANG_UNIT) :], ()))
         # Untouched GPUs bound the room from above at the cost of a count: when even the bounds do
         # not add up to the members missing, no member is bound to find the exact room.
@@ -225,7 +227,10 @@ class PodPath:
         if unchanged + sum(rooms.values()) >= missing:
             for node in bounded:
                 if rooms[node]:
-                    rooms[node] = hints.members_fitting(members, node, preempting=preempting, limit=missing)
+                    # The exact count never exceeds the bound: binding stops there rather than
+                    # trying (and failing) one member more.
+                    limit = min(missing, rooms[node])
+                    rooms[node] = hints.members_fitting(members, node, preempting=preempting, limit=limit)
         waiting.room.update(rooms)
         return sum(waiting.room.values()) >= missing
 

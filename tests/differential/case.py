@@ -12,7 +12,7 @@ The features a case uses are read from its objects when it is loaded (`features.
 * `steps`: one per pending pod, in creation order: the node kube-scheduler bound it to, or the
   message of its `PodScheduled=False` condition, and everything else that changed while it was
   scheduled (`changes`: other pods bound, pods deleted as preemption victims, claims as they
-  were afterwards).
+  were afterwards, volume claims and volumes as volume binding left them).
 * `after`: what changed once the last pod was handled, until the cluster was quiet.
 
 `state_before(case, i)` rebuilds the objects as they stood before step `i` (what kube-scheduler
@@ -56,6 +56,8 @@ class Changes:
     bound: dict[str, str] = field(default_factory=dict)  # pod -> node
     deleted: list[str] = field(default_factory=list)  # pods
     claims: dict[str, Obj | None] = field(default_factory=dict)  # claim -> object afterwards, None: deleted
+    # `Kind:key` of volume claims and volumes -> object afterwards (volume binding), None: deleted
+    storage: dict[str, Obj | None] = field(default_factory=dict)
 
     def to_data(self) -> Obj:
         data: Obj = {}
@@ -65,17 +67,22 @@ class Changes:
             data["deleted"] = list(self.deleted)
         if self.claims:
             data["claims"] = dict(self.claims)
+        if self.storage:
+            data["storage"] = dict(self.storage)
         return data
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any] | None) -> Changes:
         data = data or {}
         return cls(
-            dict(data.get("bound") or {}), list(data.get("deleted") or []), dict(data.get("claims") or {})
+            dict(data.get("bound") or {}),
+            list(data.get("deleted") or []),
+            dict(data.get("claims") or {}),
+            dict(data.get("storage") or {}),
         )
 
     def __bool__(self) -> bool:
-        return bool(self.bound or self.deleted or self.claims)
+        return bool(self.bound or self.deleted or self.claims or self.storage)
 
 
 @dataclass
@@ -159,6 +166,11 @@ def _apply(objects: dict[str, Obj], pods_bound: dict[str, str], changes: Changes
             objects.pop(f"ResourceClaim:{claim}", None)
         else:
             objects[f"ResourceClaim:{claim}"] = obj
+    for entry, obj in changes.storage.items():
+        if obj is None:
+            objects.pop(entry, None)
+        else:
+            objects[entry] = obj
 
 
 def _ordered(case: Case, upto: int | None) -> tuple[dict[str, Obj], dict[str, str], set[str]]:

@@ -122,14 +122,23 @@ def run_allot(
 
 def after_objects(objects: Sequence[Obj], result: PlanResult) -> list[Obj]:
     """The cluster after allot's plan, as plain objects: placed pods with their node, claims as allot
-    allocated them, evicted pods gone."""
+    allocated them, volume claims and volumes as it bound them, evicted pods gone."""
     evicted = {e.pod for e in result.evicted}
-    placed = {key_of(o): o for o in (object_to_data(x) for x in resulting_objects(result))}
+    resulting = [object_to_data(x) for x in resulting_objects(result)]
+    placed = {key_of(o): o for o in resulting}
+    # Volume claims and volumes as the plan bound them.
+    storage = {
+        (o["kind"], key_of(o)): o
+        for o in resulting
+        if o["kind"] in ("PersistentVolumeClaim", "PersistentVolume")
+    }
     claims = {c.key: object_to_data(c) for c in result.state.claims.values()}
     out: list[Obj] = []
     for obj in objects:
         key = key_of(obj)
-        if obj["kind"] == "Pod":
+        if (obj["kind"], key) in storage:
+            out.append(storage[(obj["kind"], key)])
+        elif obj["kind"] == "Pod":
             if key in evicted:
                 continue
             out.append(placed.get(key, obj) if not obj["spec"].get("nodeName") else obj)

@@ -55,6 +55,7 @@ ALL_FEATURES: tuple[str, ...] = (
     "preferred-pod-affinity",
     "soft-spread",
     "cached-images",
+    "volumes",
 )
 # A node that takes fewer pods than this counts as `max-pods` (kubelet's default is 110).
 _FEW_PODS = 20
@@ -171,6 +172,8 @@ def features_of(objects: Iterable[Mapping[str, Any]]) -> frozenset[str]:
             _claim_features((obj.get("spec") or {}).get("spec") or {}, tags)
         elif kind == "ResourceClaim":
             _claim_features(obj.get("spec") or {}, tags)
+        elif kind == "PersistentVolumeClaim":
+            tags.add("volumes")
         elif kind == "ResourceSlice":
             spec = obj.get("spec") or {}
             if spec.get("sharedCounters"):

@@ -8,7 +8,8 @@ input), and the pending pods in creation order. Each seed draws a handful of fea
 All mode and device taints; MIG partitions with shared counters; shared GPUs with consumable
 capacity; extended resources served by DRA; node taints, cordons and node affinity; priorities
 with preemption; pod affinity, anti-affinity, topology spread and host ports; init containers,
-sidecars, RuntimeClass overhead, ephemeral storage and nodes that take few pods) and sizes the
+sidecars, RuntimeClass overhead, ephemeral storage and nodes that take few pods; local volumes that
+wait for their first consumer) and sizes the
 cluster so that some pods compete and some are left pending.
 
 Every object is valid for the API server of ../shared/k8s (v1.36 with DRA's gates on): the live
@@ -97,6 +98,14 @@ SOFT_FAMILIES: dict[str, float] = {
     "soft-spread": 0.25,
     "cached-images": 0.3,
 }
+# Local volumes (drawn from a stream of their own, `_Generator.storage`, so that they change nothing
+# else a seed draws): a StorageClass that waits for the first consumer with no provisioner, a few
+# PersistentVolumes pinned to nodes by node affinity, and claims that pods use, some too large
+# for any volume and some used by two pods (which then share the volume's node).
+VOLUME_CHANCE = 0.3
+LOCAL_CLASS = "local-wffc"
+VOLUME_SIZES = ("5Gi", "10Gi", "20Gi")
+VOLUME_CLAIM_SIZES = ("4Gi", "8Gi", "8Gi", "16Gi", "30Gi")
 APPS = ("web", "batch", "cache")
 # Image names with the sizes nodes report for them. ImageLocality scores a node by the size of the
 # pod's images there times the share of nodes holding them, over 23 MiB to 1000 MiB a container:
@@ -188,6 +197,9 @@ class _Generator:
         self.families |= {f for f, chance in SHAPE_FAMILIES.items() if self.shapes.random() < chance}
         self.soft = random.Random(f"soft-constraints:{seed}")
         self.families |= {f for f, chance in SOFT_FAMILIES.items() if self.soft.random() < chance}
+        self.storage = random.Random(f"volumes:{seed}")
+        if self.storage.random() < VOLUME_CHANCE:
+            self.families.add("volumes")
         self.nodes: list[_Node] = []
         self.cluster: list[Obj] = []
         self.templates: dict[tuple[str, str], str] = {}  # (namespace, spec yaml) -> name
@@ -842,6 +854,47 @@ class _Generator:
             self._container(pod)["ports"] = [{"containerPort": 8080, "hostPort": 8080, "protocol": "TCP"}]
         return pods
 
+    # -- volumes ------------------------------------------------------------------------------
+
+    def volume_objects(self, pods: list[Obj]) -> list[Obj]:
+        """The StorageClass, the local volumes and the claims, and each chosen pod given its claim."""
+        storage = self.storage
+        objects: list[Obj] = [
+            {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": LOCAL_CLASS},
+             "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"}
+        ]  # fmt: skip
+        for node in self.nodes:
+            for i in range(storage.choice((0, 1, 1, 2))):
+                objects.append({
+                    "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"pv-{node.name}-{i}"},
+                    "spec": {
+                        "capacity": {"storage": storage.choice(VOLUME_SIZES)}, "accessModes": ["ReadWriteOnce"],
+                        "persistentVolumeReclaimPolicy": "Retain", "storageClassName": LOCAL_CLASS,
+                        "local": {"path": f"/mnt/disk{i}"},
+                        "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                            {"key": HOSTNAME, "operator": "In", "values": [node.name]}]}]}},
+                    },
+                })  # fmt: skip
+        claims: dict[str, list[str]] = {}  # namespace -> claim names made so far
+        for pod in pods:
+            if storage.random() >= 0.4:
+                continue
+            namespace = pod["metadata"]["namespace"]
+            made = claims.setdefault(namespace, [])
+            if made and storage.random() < 0.2:
+                name = storage.choice(made)
+            else:
+                name = f"data-{pod['metadata']['name']}"
+                made.append(name)
+                objects.append({
+                    "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": name, "namespace": namespace},
+                    "spec": {"storageClassName": LOCAL_CLASS, "accessModes": ["ReadWriteOnce"],
+                             "resources": {"requests": {"storage": storage.choice(VOLUME_CLAIM_SIZES)}}},
+                })  # fmt: skip
+            pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": name}}]
+        return objects
+
     # -- the whole scenario ------------------------------------------------------------------
 
     def build(self) -> Scenario:
@@ -892,6 +945,8 @@ class _Generator:
         cluster += self.slices()
         cluster += self.template_objects
         cluster += self.claims
+        if self.has("volumes"):
+            cluster += self.volume_objects([*running, *pending])
         return Scenario(
             name=f"case-{self.seed:04d}", seed=self.seed, families=frozenset(self.families),
             cluster=cluster, running=running, pending=pending, size="large" if self.large else "small",

@@ -62,9 +62,21 @@ _PATHS = {
     "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
     "ResourceClaimTemplate": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates",
     "ResourceClaim": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",
+    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+    "PersistentVolume": "/api/v1/persistentvolumes",
+    "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
 }
-_CLUSTER_WIDE = ("Node", "PriorityClass", "RuntimeClass", "DeviceClass", "ResourceSlice")
-_NAMESPACED = ("ResourceClaimTemplate", "ResourceClaim", "Pod")
+_CLUSTER_WIDE = ("Node", "PriorityClass", "RuntimeClass", "DeviceClass", "ResourceSlice", "StorageClass",
+                 "PersistentVolume")  # fmt: skip
+_NAMESPACED = ("ResourceClaimTemplate", "ResourceClaim", "PersistentVolumeClaim", "Pod")
+# What volume binding changes: kube-scheduler's PreBind and the PV controller bind claims to volumes.
+_STORAGE = ("PersistentVolumeClaim", "PersistentVolume")
+# Objects the API server keeps until a controller lets go (protection finalizers): the reset takes
+# the finalizers off.
+_PROTECTED = ("ResourceClaim", "PersistentVolumeClaim", "PersistentVolume")
+
+
+Snapshot = tuple[dict[str, Obj], dict[str, Obj], dict[str, Obj]]
 
 
 class Scheduler(Protocol):
@@ -233,23 +245,31 @@ class Recorder:
         for namespace in NAMESPACES:
             for pod in api.items("Pod", namespace):
                 api.call("DELETE", _path(pod, name=True), {"gracePeriodSeconds": 0})
-            for claim in api.items("ResourceClaim", namespace):
-                if claim["metadata"].get("finalizers"):
-                    api.call("PATCH", _path(claim, name=True), {"metadata": {"finalizers": None}},
-                             "application/merge-patch+json")  # fmt: skip
-                api.call("DELETE", _path(claim, name=True))
+            for kind in ("ResourceClaim", "PersistentVolumeClaim"):
+                for obj in api.items(kind, namespace):
+                    self._unprotect(obj)
+                    api.call("DELETE", _path(obj, name=True))
             for template in api.items("ResourceClaimTemplate", namespace):
                 api.call("DELETE", _path(template, name=True))
-        for kind in ("ResourceSlice", "DeviceClass", "Node", "PriorityClass", "RuntimeClass"):
+        for kind in ("ResourceSlice", "DeviceClass", "Node", "PriorityClass", "RuntimeClass", "PersistentVolume",
+                     "StorageClass"):  # fmt: skip
             for obj in api.items(kind):
                 if kind == "PriorityClass" and obj["metadata"]["name"].startswith("system-"):
                     continue
+                self._unprotect(obj)
                 api.call("DELETE", _path(obj, name=True))
         deadline = time.monotonic() + STEP_TIMEOUT
-        while any(api.items("Pod", ns) or api.items("ResourceClaim", ns) for ns in NAMESPACES):
+        while any(api.items(kind, ns) for ns in NAMESPACES for kind in ("Pod", *_PROTECTED[:2])) or api.items(
+            "PersistentVolume"
+        ):
             if time.monotonic() > deadline:
                 raise RunnerError("objects of the previous case were not deleted in time")
             time.sleep(0.05)
+
+    def _unprotect(self, obj: Obj) -> None:
+        if obj["kind"] in _PROTECTED and obj["metadata"].get("finalizers"):
+            self.api.call("PATCH", _path(obj, name=True), {"metadata": {"finalizers": None}},
+                          "application/merge-patch+json")  # fmt: skip
 
     def create(self, obj: Obj) -> Obj:
         body = copy.deepcopy(obj)
@@ -268,13 +288,18 @@ class Recorder:
                                  "application/merge-patch+json")  # fmt: skip
         return answer  # type: ignore[no-any-return]
 
-    def snapshot(self) -> tuple[dict[str, Obj], dict[str, Obj]]:
+    def snapshot(self) -> Snapshot:
+        """Pods and claims by key; volume claims and volumes by `Kind:key`."""
         pods: dict[str, Obj] = {}
         claims: dict[str, Obj] = {}
+        storage: dict[str, Obj] = {}
         for namespace in NAMESPACES:
             pods.update((key_of(p), p) for p in self.api.items("Pod", namespace))
             claims.update((key_of(c), c) for c in self.api.items("ResourceClaim", namespace))
-        return pods, claims
+            storage.update((f"PersistentVolumeClaim:{key_of(c)}", c)
+                           for c in self.api.items("PersistentVolumeClaim", namespace))  # fmt: skip
+        storage.update((f"PersistentVolume:{key_of(v)}", v) for v in self.api.items("PersistentVolume"))
+        return pods, claims, storage
 
     # -- one pod ------------------------------------------------------------------------------
 
@@ -371,13 +396,14 @@ class Recorder:
         since = time.monotonic()
         while time.monotonic() < deadline:
             self._delete_terminating()
-            pods, claims = self.snapshot()
+            pods, claims, storage = self.snapshot()
             view = (
                 {
                     k: (p["spec"].get("nodeName"), (p.get("status") or {}).get("nominatedNodeName"))
                     for k, p in pods.items()
                 },
                 {k: json.dumps(c.get("status"), sort_keys=True) for k, c in claims.items()},
+                {k: _storage_state(v) for k, v in storage.items()},
             )
             if view != last:
                 last, since = view, time.monotonic()
@@ -389,13 +415,9 @@ class Recorder:
     # -- the case -------------------------------------------------------------------------------
 
     @staticmethod
-    def diff(
-        before: tuple[dict[str, Obj], dict[str, Obj]],
-        after: tuple[dict[str, Obj], dict[str, Obj]],
-        skip: str = "",
-    ) -> Changes:
-        pods0, claims0 = before
-        pods1, claims1 = after
+    def diff(before: Snapshot, after: Snapshot, skip: str = "") -> Changes:
+        pods0, claims0, storage0 = before
+        pods1, claims1, storage1 = after
         changes = Changes()
         for key, pod in pods1.items():
             node = pod["spec"].get("nodeName")
@@ -409,6 +431,13 @@ class Recorder:
         for key in claims0:
             if key not in claims1:
                 changes.claims[key] = None
+        for key, obj in storage1.items():
+            old = storage0.get(key)
+            if old is None or _storage_state(old) != _storage_state(obj):
+                changes.storage[key] = trim(obj)
+        for key in storage0:
+            if key not in storage1:
+                changes.storage[key] = None
         return changes
 
     def record(self, scenario: Scenario) -> Case:
@@ -428,7 +457,7 @@ class Recorder:
         self.start(started)
         self.settle(0.3)
         objects = self.read_cluster(scenario)
-        pods, claims = self.snapshot()
+        pods, claims, _storage = self.snapshot()
         objects += [running_form(p) for p in pods.values()]
         objects += [trim(c) for c in claims.values() if c.get("status")]
         steps: list[Step] = []
@@ -462,7 +491,7 @@ class Recorder:
         for kind in ("Namespace", *_CLUSTER_WIDE):
             for obj in self.api.items(kind):
                 found[(kind, key_of(obj))] = obj
-        for kind in _NAMESPACED[:2]:
+        for kind in _NAMESPACED[:3]:
             for namespace in NAMESPACES:
                 for obj in self.api.items(kind, namespace):
                     found[(kind, key_of(obj))] = obj
@@ -480,6 +509,13 @@ class Recorder:
     def close(self) -> None:
         self.scheduler.stop()
         self.api.close()
+
+
+def _storage_state(obj: Mapping[str, Any]) -> str:
+    """What volume binding changes in a volume claim or a volume: its spec (the claim's volume, the
+    volume's claim), annotations (the selected node, bind-completed) and status."""
+    annotations = obj["metadata"].get("annotations") or {}
+    return json.dumps([obj.get("spec"), annotations, obj.get("status")], sort_keys=True)
 
 
 def _unique(objects: Iterable[Obj]) -> list[Obj]:

@@ -35,8 +35,34 @@ def test_the_tags_follow_the_families_a_seed_drew() -> None:
         scenario = generate(seed)
         tags = features_of(scenario.objects())
         assert ("counters" in tags) == ("mig" in scenario.families), seed
+        assert ("volumes" in tags) == ("volumes" in scenario.families), seed
         # A group that the feature decides is always made when its family is drawn.
         for feature in POD_GROUPS & scenario.families:
             assert feature in tags, (seed, feature)
             drawn.add(feature)
     assert drawn == POD_GROUPS
+
+
+def test_volumes_are_pinned_to_nodes_of_the_case_and_every_volume_claim_is_used_by_its_pods() -> None:
+    drew = 0
+    for seed in range(40):
+        scenario = generate(seed)
+        claims = {
+            (o["metadata"]["namespace"], o["metadata"]["name"]): o
+            for o in scenario.cluster
+            if o["kind"] == "PersistentVolumeClaim"
+        }
+        volumes = [o for o in scenario.cluster if o["kind"] == "PersistentVolume"]
+        nodes = {o["metadata"]["name"] for o in scenario.cluster if o["kind"] == "Node"}
+        for volume in volumes:
+            (term,) = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+            assert set(term["matchExpressions"][0]["values"]) <= nodes, (seed, volume["metadata"]["name"])
+        used = set()
+        for pod in [*scenario.running, *scenario.pending]:
+            for entry in pod["spec"].get("volumes") or []:
+                claim = (pod["metadata"]["namespace"], entry["persistentVolumeClaim"]["claimName"])
+                assert claim in claims, (seed, claim)
+                used.add(claim)
+        assert used == set(claims), seed
+        drew += bool(claims)
+    assert drew >= 5

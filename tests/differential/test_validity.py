@@ -172,3 +172,38 @@ def test_quantities_and_requests_are_counted_as_kubernetes_does() -> None:
     }
     # Containers with the sidecar (1.75) beat the first init container alone (2), plus overhead.
     assert pod_requests(pod)["cpu"] == quantity("2.1")
+
+
+def _storage(
+    volume_node: str, *, capacity: str = "10Gi", asked: str = "5Gi", bound: bool = True
+) -> list[Obj]:
+    """Node a and b, a pod on a using claim `data`, and a local volume pinned to `volume_node`."""
+    volume: Obj = {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv"},
+        "spec": {"capacity": {"storage": capacity}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                 "local": {"path": "/mnt"},
+                 "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                     {"key": "kubernetes.io/hostname", "operator": "In", "values": [volume_node]}]}]}}},
+    }  # fmt: skip
+    claim: Obj = {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "ns"},
+        "spec": {"storageClassName": "local", "accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": asked}}},
+    }  # fmt: skip
+    if bound:
+        claim["spec"]["volumeName"] = "pv"
+        volume["spec"]["claimRef"] = {"namespace": "ns", "name": "data"}
+    pod = _pod("p", "a", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}])
+    return [_node("a"), _node("b"), volume, claim, pod]
+
+
+def test_the_checker_reads_volume_binding() -> None:
+    assert problems(_storage("a")) == []
+    assert problems(_storage("b")) == [
+        "pod ns/p on node a, which its volume pv (claim ns/data) is not reachable from"
+    ]
+    assert problems(_storage("a", capacity="4Gi")) == ["volume pv is smaller than claim ns/data asks (5Gi)"]
+    assert problems(_storage("a", bound=False)) == ["pod ns/p bound with its volume claim ns/data unbound"]
+    second = copy.deepcopy(_storage("a")[3])
+    second["metadata"]["name"] = "other"
+    assert "volume pv bound to claims ns/data and ns/other" in problems([*_storage("a"), second])

@@ -17,7 +17,9 @@ claim: every device exists in a slice that reaches the pod's node, exclusive dev
 claim only, shared devices' consumed capacity within their capacity and request policy,
 counters within their sets, class and request selectors true, counts (ExactCount and All),
 one firstAvailable alternative per request, matchAttribute constraints, device taints
-tolerated; and every pod's claims allocated.
+tolerated; and every pod's claims allocated. Per PersistentVolumeClaim a pod uses: it exists, and
+it is bound to a volume of its class, large enough, claimed by it alone, whose node affinity takes
+the pod's node (or, left to dynamic provisioning, annotated with that node).
 """
 
 from __future__ import annotations
@@ -182,9 +184,15 @@ class _Cluster:
         self.claims: dict[str, Obj] = {}
         self.classes: dict[str, Obj] = {}
         self.slices: list[Obj] = []
+        self.volume_claims: dict[str, Obj] = {}
+        self.volumes: dict[str, Obj] = {}
         for obj in objects:
             kind = obj.get("kind")
-            if kind == "Node":
+            if kind == "PersistentVolumeClaim":
+                self.volume_claims[key_of(obj)] = obj
+            elif kind == "PersistentVolume":
+                self.volumes[obj["metadata"]["name"]] = obj
+            elif kind == "Node":
                 self.nodes[obj["metadata"]["name"]] = obj
             elif kind == "Pod":
                 self.pods.append(obj)
@@ -224,6 +232,59 @@ def _check_node_rules(cluster: _Cluster, pod: Obj, node: Obj, out: list[str]) ->
             )
     if not node_matches_pod(pod, node):
         out.append(f"pod {key} on node {name} that its nodeSelector or node affinity excludes")
+
+
+def _check_volumes(cluster: _Cluster, out: list[str]) -> None:
+    holder: dict[str, str] = {}
+    for key, claim in sorted(cluster.volume_claims.items()):
+        name = claim["spec"].get("volumeName")
+        if not name:
+            continue
+        volume = cluster.volumes.get(name)
+        if volume is None:
+            out.append(f"volume claim {key} bound to unknown volume {name}")
+            continue
+        if name in holder:
+            out.append(f"volume {name} bound to claims {holder[name]} and {key}")
+        holder[name] = key
+        ref = volume["spec"].get("claimRef") or {}
+        if ref and f"{ref.get('namespace')}/{ref.get('name')}" != key:
+            out.append(f"volume {name} is claimed by {ref.get('namespace')}/{ref.get('name')}, not {key}")
+        asked = ((claim["spec"].get("resources") or {}).get("requests") or {}).get("storage", "0")
+        if quantity(volume["spec"]["capacity"]["storage"]) < quantity(asked):
+            out.append(f"volume {name} is smaller than claim {key} asks ({asked})")
+        if (volume["spec"].get("storageClassName") or "") != (claim["spec"].get("storageClassName") or ""):
+            out.append(f"volume {name} is not of claim {key}'s class")
+    for pod in cluster.bound:
+        node = cluster.node_of(pod)
+        if node is None:
+            continue
+        namespace = pod["metadata"].get("namespace", "default")
+        for entry in pod["spec"].get("volumes") or []:
+            source = entry.get("persistentVolumeClaim")
+            if not source:
+                continue
+            key = f"{namespace}/{source['claimName']}"
+            claim = cluster.volume_claims.get(key)
+            if claim is None:
+                out.append(f"pod {key_of(pod)} bound with its volume claim {key} missing")
+                continue
+            volume = cluster.volumes.get(claim["spec"].get("volumeName") or "")
+            if volume is None:
+                selected = (claim["metadata"].get("annotations") or {}).get(
+                    "volume.kubernetes.io/selected-node"
+                )
+                if selected != node["metadata"]["name"]:
+                    out.append(f"pod {key_of(pod)} bound with its volume claim {key} unbound")
+                continue
+            terms = ((volume["spec"].get("nodeAffinity") or {}).get("required") or {}).get(
+                "nodeSelectorTerms"
+            )
+            if terms and not any(node_selector_term_matches(t, node) for t in terms):
+                out.append(
+                    f"pod {key_of(pod)} on node {node['metadata']['name']}, which its volume "
+                    f"{volume['metadata']['name']} (claim {key}) is not reachable from"
+                )
 
 
 def _check_resources(cluster: _Cluster, out: list[str]) -> None:
@@ -660,4 +721,5 @@ def problems(objects: Iterable[Obj]) -> list[str]:
     _check_pod_affinity(cluster, out)
     _check_spread(cluster, out)
     _check_claims(cluster, out)
+    _check_volumes(cluster, out)
     return out

@@ -100,12 +100,16 @@ SOFT_FAMILIES: dict[str, float] = {
 }
 # Local volumes (drawn from a stream of their own, `_Generator.storage`, so that they change nothing
 # else a seed draws): a StorageClass that waits for the first consumer with no provisioner, a few
-# PersistentVolumes pinned to nodes by node affinity, and claims that pods use, some too large
-# for any volume and some used by two pods (which then share the volume's node).
+# PersistentVolumes pinned to nodes by node affinity (or, one in four, only labelled with a zone),
+# and claims that pods use, some too large for any volume and some used by two pods (which then
+# share the volume's node).
 VOLUME_CHANCE = 0.3
 LOCAL_CLASS = "local-wffc"
 VOLUME_SIZES = ("5Gi", "10Gi", "20Gi")
 VOLUME_CLAIM_SIZES = ("4Gi", "8Gi", "8Gi", "16Gi", "30Gi")
+# A claim binds only a volume offering its mode; a ReadWriteOncePod claim is used by one pod at a
+# time (VolumeRestrictions: a second user waits, or preempts the first).
+VOLUME_ACCESS_MODES = ("ReadWriteOnce", "ReadWriteOnce", "ReadWriteOnce", "ReadWriteOncePod")
 APPS = ("web", "batch", "cache")
 # Image names with the sizes nodes report for them. ImageLocality scores a node by the size of the
 # pod's images there times the share of nodes holding them, over 23 MiB to 1000 MiB a container:
@@ -865,16 +869,24 @@ class _Generator:
         ]  # fmt: skip
         for node in self.nodes:
             for i in range(storage.choice((0, 1, 1, 2))):
-                objects.append({
+                volume: Obj = {
                     "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"pv-{node.name}-{i}"},
                     "spec": {
-                        "capacity": {"storage": storage.choice(VOLUME_SIZES)}, "accessModes": ["ReadWriteOnce"],
+                        "capacity": {"storage": storage.choice(VOLUME_SIZES)},
+                        "accessModes": [storage.choice(VOLUME_ACCESS_MODES)],
                         "persistentVolumeReclaimPolicy": "Retain", "storageClassName": LOCAL_CLASS,
-                        "local": {"path": f"/mnt/disk{i}"},
-                        "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                            {"key": HOSTNAME, "operator": "In", "values": [node.name]}]}]}},
                     },
-                })  # fmt: skip
+                }  # fmt: skip
+                if storage.random() < 0.25:
+                    # A volume of the node's zone, not of the node: binding does not read the zone
+                    # label, VolumeZone does once the claim is bound.
+                    volume["metadata"]["labels"] = {ZONE: node.zone}
+                    volume["spec"]["hostPath"] = {"path": f"/srv/{node.zone}/disk{i}"}
+                else:
+                    volume["spec"]["local"] = {"path": f"/mnt/disk{i}"}
+                    volume["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": HOSTNAME, "operator": "In", "values": [node.name]}]}]}}  # fmt: skip
+                objects.append(volume)
         claims: dict[str, list[str]] = {}  # namespace -> claim names made so far
         for pod in pods:
             if storage.random() >= 0.4:
@@ -889,7 +901,7 @@ class _Generator:
                 objects.append({
                     "apiVersion": "v1", "kind": "PersistentVolumeClaim",
                     "metadata": {"name": name, "namespace": namespace},
-                    "spec": {"storageClassName": LOCAL_CLASS, "accessModes": ["ReadWriteOnce"],
+                    "spec": {"storageClassName": LOCAL_CLASS, "accessModes": [storage.choice(VOLUME_ACCESS_MODES)],
                              "resources": {"requests": {"storage": storage.choice(VOLUME_CLAIM_SIZES)}}},
                 })  # fmt: skip
             pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": name}}]

@@ -7,7 +7,7 @@ import json
 
 from allot.model.loader import load_text
 from differential.features import POD_GROUPS, features_of
-from differential.generate import PRIORITIES, generate
+from differential.generate import PRIORITIES, ZONE, generate
 
 SEEDS = range(16)
 
@@ -43,7 +43,9 @@ def test_the_tags_follow_the_families_a_seed_drew() -> None:
     assert drawn == POD_GROUPS
 
 
-def test_volumes_are_pinned_to_nodes_of_the_case_and_every_volume_claim_is_used_by_its_pods() -> None:
+def test_volumes_are_pinned_to_nodes_or_zones_of_the_case_and_every_volume_claim_is_used_by_its_pods() -> (
+    None
+):
     drew = 0
     for seed in range(40):
         scenario = generate(seed)
@@ -54,9 +56,13 @@ def test_volumes_are_pinned_to_nodes_of_the_case_and_every_volume_claim_is_used_
         }
         volumes = [o for o in scenario.cluster if o["kind"] == "PersistentVolume"]
         nodes = {o["metadata"]["name"] for o in scenario.cluster if o["kind"] == "Node"}
+        zones = {o["metadata"]["labels"][ZONE] for o in scenario.cluster if o["kind"] == "Node"}
         for volume in volumes:
-            (term,) = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
-            assert set(term["matchExpressions"][0]["values"]) <= nodes, (seed, volume["metadata"]["name"])
+            if "nodeAffinity" in volume["spec"]:
+                (term,) = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+                assert set(term["matchExpressions"][0]["values"]) <= nodes, (seed, volume["metadata"]["name"])
+            else:
+                assert volume["metadata"]["labels"][ZONE] in zones, (seed, volume["metadata"]["name"])
         used = set()
         for pod in [*scenario.running, *scenario.pending]:
             for entry in pod["spec"].get("volumes") or []:

@@ -43,9 +43,7 @@ def test_the_tags_follow_the_families_a_seed_drew() -> None:
     assert drawn == POD_GROUPS
 
 
-def test_volumes_are_pinned_to_nodes_or_zones_of_the_case_and_every_volume_claim_is_used_by_its_pods() -> (
-    None
-):
+def test_volumes_are_pinned_to_nodes_or_zones_and_every_volume_claim_is_used() -> None:
     drew = 0
     for seed in range(40):
         scenario = generate(seed)

@@ -196,7 +196,8 @@ def test_preemption_marks_and_deletes_victims_and_respects_a_disruption_budget(
         lambda: len([n for n in bound_nodes(plane, NS) if n.startswith(("protected", "plain"))]) == 4,
         what="4 bound",
     )
-    # The PDB controller is not needed: allot reads the budget's spec; keep its status honest anyway.
+    # allot counts the allowance from the budget's spec and the pods where no disruption controller
+    # has counted it, and takes the smaller of the two counts where one has.
     layout = bound_nodes(plane, NS)
     plane.apply(pod_manifest("urgent", namespace=NS, cpu="4", priority_class="high", extra_spec=selector))
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
 from allot.cluster.invariants import check
 from allot.cluster.state import ClusterState
+from allot.model.base import LabelSelector
+from allot.model.scheduling import PodDisruptionBudget, PodDisruptionBudgetStatus
 from allot.scheduling.gang import GangPlacement, GangUnschedulable, gangs, place_gang
 from allot.scheduling.preemption import Preemptor
 from allot.scheduling.profile import Profile
@@ -121,6 +125,76 @@ def test_preemption_avoids_violating_disruption_budgets() -> None:
     assert choice is not None
     # Lower priorities live on n1, but taking one would break the budget.
     assert choice.node == "n2" and choice.violations == 0 and len(choice.victims) == 1
+
+
+def _preemption_choice(
+    budget: PodDisruptionBudget, *, low_namespace: str = "default"
+) -> tuple[str, list[str]]:
+    """Node n1 full with two low-priority pods (app=guarded), n2 full with one of middle priority;
+    where a high-priority pod preempts (node, victims) with this budget in force."""
+    guarded = {
+        "namespace": low_namespace,
+        "cpu": "4",
+        "priority": 10,
+        "node_name": "n1",
+        "labels": {"app": "guarded"},
+    }
+    pods = [
+        pod("guarded-1", **guarded),
+        pod("guarded-2", **guarded),
+        pod("mid", cpu="8", priority=500, node_name="n2", labels={"app": "mid"}),
+        pod("urgent", cpu="4", priority=1000),
+    ]
+    state = ClusterState(
+        nodes=[node("n1", cpu="8"), node("n2", cpu="8")], pods=pods, disruption_budgets=[budget]
+    )
+    scheduler = Scheduler(state)
+    failure = scheduler.place("default/urgent")
+    assert isinstance(failure, Unschedulable)
+    choice = Preemptor(scheduler).preempt("default/urgent", failure)
+    assert choice is not None
+    return choice.node, sorted(choice.victims)
+
+
+def test_preemption_reads_the_allowance_the_disruption_controller_counted() -> None:
+    written = disruption_budget("guard", {"app": "guarded"}, min_available=1)
+    # By the pods alone one of the two guarded pods may go: the lower priority victim wins (n1).
+    assert _preemption_choice(written) == ("n1", ["default/guarded-1"])
+    # The controller counted no pod healthy (none is Ready yet) and allows no disruption: as
+    # kube-scheduler does (measured on the v1.36 control plane), allot takes the pod on n2.
+    counted = replace(
+        written,
+        status=PodDisruptionBudgetStatus(
+            observed_generation=1,
+            disruptions_allowed=0,
+            current_healthy=0,
+            desired_healthy=1,
+            expected_pods=2,
+        ),
+    )
+    assert _preemption_choice(counted) == ("n2", ["default/mid"])
+    # A pod whose eviction the budget already counted breaks nothing more.
+    disrupted = replace(
+        counted, status=replace(counted.status, disrupted_pods={"guarded-1": "2026-12-04T05:00:00Z"})
+    )
+    assert _preemption_choice(disrupted) == ("n1", ["default/guarded-1"])
+
+
+def test_a_budget_with_an_empty_selector_covers_no_pod_in_preemption() -> None:
+    # kube-scheduler's preemption reads a nil or empty selector as covering nothing (the disruption
+    # controller reads an empty one as every pod of the namespace; measured on the v1.36 control
+    # plane, kube-scheduler then preempts the pod such a budget would keep).
+    base = disruption_budget("everything", {}, min_available=2)
+    empty = replace(
+        base,
+        metadata=replace(base.metadata, namespace="team"),
+        spec=replace(base.spec, selector=LabelSelector()),
+    )
+    where, victims = _preemption_choice(empty, low_namespace="team")
+    assert where == "n1" and len(victims) == 1 and victims[0].startswith("team/guarded-")
+    # A budget naming the label covers them, and the victim moves to n2.
+    naming = replace(empty, spec=replace(empty.spec, selector=LabelSelector(match_labels={"app": "guarded"})))
+    assert _preemption_choice(naming, low_namespace="team") == ("n2", ["default/mid"])
 
 
 def _high_waits_for_the_gpu_low_holds(

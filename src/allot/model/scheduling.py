@@ -30,10 +30,15 @@ class PodDisruptionBudgetSpec(Record, frozen=True):
 
 
 class PodDisruptionBudgetStatus(Record, frozen=True):
+    # Set by the disruption controller once it has counted the budget's pods (0: never counted).
+    observed_generation: int = 0
     disruptions_allowed: int = 0
     current_healthy: int = 0
     desired_healthy: int = 0
     expected_pods: int = 0
+    # Pods whose eviction the API server granted and the controller has not seen go yet (name ->
+    # when): already taken off the allowance.
+    disrupted_pods: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class PodDisruptionBudget(Object, frozen=True):

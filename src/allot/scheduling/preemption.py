@@ -48,7 +48,7 @@ from allot.cluster.pod_info import PodInfo
 from allot.cluster.state import ClusterState
 from allot.model.resource import AllocationResult
 from allot.model.timestamps import parse_timestamp
-from allot.scheduling.disruption import allowances, matches
+from allot.scheduling.disruption import allowances, counts_against
 from allot.scheduling.gang import gangs, is_gang_member
 from allot.scheduling.node_statuses import NodeStatuses
 from allot.scheduling.scheduler import Placement, Scheduler, Unschedulable
@@ -178,7 +178,7 @@ class Preemptor:
             remaining = dict(budgets)
             violating, safe = [], []
             for victim in lower:
-                hit = [b.key for b in state.disruption_budgets if matches(b, victim)]
+                hit = [b.key for b in state.disruption_budgets if counts_against(b, victim)]
                 if any(remaining.get(k, 0) <= 0 for k in hit):
                     violating.append(victim)
                 else:

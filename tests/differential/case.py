@@ -12,7 +12,8 @@ The features a case uses are read from its objects when it is loaded (`features.
 * `steps`: one per pending pod, in creation order: the node kube-scheduler bound it to, or the
   message of its `PodScheduled=False` condition, and everything else that changed while it was
   scheduled (`changes`: other pods bound, pods deleted as preemption victims, claims as they
-  were afterwards, volume claims and volumes as volume binding left them).
+  were afterwards, volume claims, volumes and disruption budgets as binding and controllers
+  left them).
 * `after`: what changed once the last pod was handled, until the cluster was quiet.
 
 `state_before(case, i)` rebuilds the objects as they stood before step `i` (what kube-scheduler
@@ -56,8 +57,10 @@ class Changes:
     bound: dict[str, str] = field(default_factory=dict)  # pod -> node
     deleted: list[str] = field(default_factory=list)  # pods
     claims: dict[str, Obj | None] = field(default_factory=dict)  # claim -> object afterwards, None: deleted
-    # `Kind:key` of volume claims and volumes -> object afterwards (volume binding), None: deleted
-    storage: dict[str, Obj | None] = field(default_factory=dict)
+    # `Kind:key` of other objects that scheduling or controllers changed (volume claims and volumes
+    # by volume binding, disruption budgets by the disruption controller) -> object afterwards,
+    # None: deleted
+    others: dict[str, Obj | None] = field(default_factory=dict)
 
     def to_data(self) -> Obj:
         data: Obj = {}
@@ -67,8 +70,8 @@ class Changes:
             data["deleted"] = list(self.deleted)
         if self.claims:
             data["claims"] = dict(self.claims)
-        if self.storage:
-            data["storage"] = dict(self.storage)
+        if self.others:
+            data["others"] = dict(self.others)
         return data
 
     @classmethod
@@ -78,11 +81,11 @@ class Changes:
             dict(data.get("bound") or {}),
             list(data.get("deleted") or []),
             dict(data.get("claims") or {}),
-            dict(data.get("storage") or {}),
+            dict(data.get("others") or {}),
         )
 
     def __bool__(self) -> bool:
-        return bool(self.bound or self.deleted or self.claims or self.storage)
+        return bool(self.bound or self.deleted or self.claims or self.others)
 
 
 @dataclass
@@ -166,7 +169,7 @@ def _apply(objects: dict[str, Obj], pods_bound: dict[str, str], changes: Changes
             objects.pop(f"ResourceClaim:{claim}", None)
         else:
             objects[f"ResourceClaim:{claim}"] = obj
-    for entry, obj in changes.storage.items():
+    for entry, obj in changes.others.items():
         if obj is None:
             objects.pop(entry, None)
         else:

@@ -56,6 +56,7 @@ ALL_FEATURES: tuple[str, ...] = (
     "soft-spread",
     "cached-images",
     "volumes",
+    "budgets",
 )
 # A node that takes fewer pods than this counts as `max-pods` (kubelet's default is 110).
 _FEW_PODS = 20
@@ -174,6 +175,8 @@ def features_of(objects: Iterable[Mapping[str, Any]]) -> frozenset[str]:
             _claim_features(obj.get("spec") or {}, tags)
         elif kind == "PersistentVolumeClaim":
             tags.add("volumes")
+        elif kind == "PodDisruptionBudget":
+            tags.add("budgets")
         elif kind == "ResourceSlice":
             spec = obj.get("spec") or {}
             if spec.get("sharedCounters"):

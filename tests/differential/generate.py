@@ -9,7 +9,7 @@ All mode and device taints; MIG partitions with shared counters; shared GPUs wit
 capacity; extended resources served by DRA; node taints, cordons and node affinity; priorities
 with preemption; pod affinity, anti-affinity, topology spread and host ports; init containers,
 sidecars, RuntimeClass overhead, ephemeral storage and nodes that take few pods; local volumes that
-wait for their first consumer) and sizes the
+wait for their first consumer; disruption budgets over running pods) and sizes the
 cluster so that some pods compete and some are left pending.
 
 Every object is valid for the API server of ../shared/k8s (v1.36 with DRA's gates on): the live
@@ -104,6 +104,13 @@ SOFT_FAMILIES: dict[str, float] = {
 # and claims that pods use, some too large for any volume and some used by two pods (which then
 # share the volume's node).
 VOLUME_CHANCE = 0.3
+# Disruption budgets over running pods (a fifth stream, `_Generator.budgets`, drawn only with
+# priorities): a label on some running pods of one namespace, a budget over it (minAvailable 1,
+# maxUnavailable 0 or 50 %), and sometimes a budget with an empty selector in the other namespace,
+# which kube-scheduler's preemption reads as covering nothing. No kubelet runs, so no pod is Ready
+# and the disruption controller allows no disruption: preemption prefers victims no budget covers.
+BUDGET_CHANCE = 0.6
+BUDGET_LABEL = "example.com/budget"
 LOCAL_CLASS = "local-wffc"
 VOLUME_SIZES = ("5Gi", "10Gi", "20Gi")
 VOLUME_CLAIM_SIZES = ("4Gi", "8Gi", "8Gi", "16Gi", "30Gi")
@@ -204,6 +211,9 @@ class _Generator:
         self.storage = random.Random(f"volumes:{seed}")
         if self.storage.random() < VOLUME_CHANCE:
             self.families.add("volumes")
+        self.budgets = random.Random(f"budgets:{seed}")
+        if self.has("priorities") and self.budgets.random() < BUDGET_CHANCE:
+            self.families.add("budgets")
         self.nodes: list[_Node] = []
         self.cluster: list[Obj] = []
         self.templates: dict[tuple[str, str], str] = {}  # (namespace, spec yaml) -> name
@@ -907,6 +917,30 @@ class _Generator:
             pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": name}}]
         return objects
 
+    # -- disruption budgets ------------------------------------------------------------------
+
+    def budget_objects(self, running: list[Obj]) -> list[Obj]:
+        """Budgets over a label given to some running pods of one namespace (see BUDGET_CHANCE)."""
+        budgets = self.budgets
+        namespace = budgets.choice(NAMESPACES)
+        for pod in running:
+            if pod["metadata"]["namespace"] == namespace and budgets.random() < 0.6:
+                pod["metadata"].setdefault("labels", {})[BUDGET_LABEL] = "keep"
+        spec: Obj = budgets.choice(({"minAvailable": 1}, {"maxUnavailable": 0}, {"minAvailable": "50%"}))
+        objects: list[Obj] = [
+            {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+             "metadata": {"name": "keep", "namespace": namespace},
+             "spec": {**spec, "selector": {"matchLabels": {BUDGET_LABEL: "keep"}}}}
+        ]  # fmt: skip
+        if budgets.random() < 0.3:
+            other = next(n for n in NAMESPACES if n != namespace)
+            objects.append(
+                {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                 "metadata": {"name": "everything", "namespace": other},
+                 "spec": {"minAvailable": 1, "selector": {}}}
+            )  # fmt: skip
+        return objects
+
     # -- the whole scenario ------------------------------------------------------------------
 
     def build(self) -> Scenario:
@@ -959,6 +993,8 @@ class _Generator:
         cluster += self.claims
         if self.has("volumes"):
             cluster += self.volume_objects([*running, *pending])
+        if self.has("budgets"):
+            cluster += self.budget_objects(running)
         return Scenario(
             name=f"case-{self.seed:04d}", seed=self.seed, families=frozenset(self.families),
             cluster=cluster, running=running, pending=pending, size="large" if self.large else "small",

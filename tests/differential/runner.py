@@ -65,12 +65,17 @@ _PATHS = {
     "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
     "PersistentVolume": "/api/v1/persistentvolumes",
     "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
+    "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
 }
 _CLUSTER_WIDE = ("Node", "PriorityClass", "RuntimeClass", "DeviceClass", "ResourceSlice", "StorageClass",
                  "PersistentVolume")  # fmt: skip
-_NAMESPACED = ("ResourceClaimTemplate", "ResourceClaim", "PersistentVolumeClaim", "Pod")
-# What volume binding changes: kube-scheduler's PreBind and the PV controller bind claims to volumes.
-_STORAGE = ("PersistentVolumeClaim", "PersistentVolume")
+_NAMESPACED = (
+    "ResourceClaimTemplate",
+    "ResourceClaim",
+    "PersistentVolumeClaim",
+    "PodDisruptionBudget",
+    "Pod",
+)
 # Objects the API server keeps until a controller lets go (protection finalizers): the reset takes
 # the finalizers off.
 _PROTECTED = ("ResourceClaim", "PersistentVolumeClaim", "PersistentVolume")
@@ -249,8 +254,9 @@ class Recorder:
                 for obj in api.items(kind, namespace):
                     self._unprotect(obj)
                     api.call("DELETE", _path(obj, name=True))
-            for template in api.items("ResourceClaimTemplate", namespace):
-                api.call("DELETE", _path(template, name=True))
+            for kind in ("ResourceClaimTemplate", "PodDisruptionBudget"):
+                for obj in api.items(kind, namespace):
+                    api.call("DELETE", _path(obj, name=True))
         for kind in ("ResourceSlice", "DeviceClass", "Node", "PriorityClass", "RuntimeClass", "PersistentVolume",
                      "StorageClass"):  # fmt: skip
             for obj in api.items(kind):
@@ -289,17 +295,17 @@ class Recorder:
         return answer  # type: ignore[no-any-return]
 
     def snapshot(self) -> Snapshot:
-        """Pods and claims by key; volume claims and volumes by `Kind:key`."""
+        """Pods and claims by key; volume claims, volumes and disruption budgets by `Kind:key`."""
         pods: dict[str, Obj] = {}
         claims: dict[str, Obj] = {}
-        storage: dict[str, Obj] = {}
+        others: dict[str, Obj] = {}
         for namespace in NAMESPACES:
             pods.update((key_of(p), p) for p in self.api.items("Pod", namespace))
             claims.update((key_of(c), c) for c in self.api.items("ResourceClaim", namespace))
-            storage.update((f"PersistentVolumeClaim:{key_of(c)}", c)
-                           for c in self.api.items("PersistentVolumeClaim", namespace))  # fmt: skip
-        storage.update((f"PersistentVolume:{key_of(v)}", v) for v in self.api.items("PersistentVolume"))
-        return pods, claims, storage
+            for kind in ("PersistentVolumeClaim", "PodDisruptionBudget"):
+                others.update((f"{kind}:{key_of(o)}", o) for o in self.api.items(kind, namespace))
+        others.update((f"PersistentVolume:{key_of(v)}", v) for v in self.api.items("PersistentVolume"))
+        return pods, claims, others
 
     # -- one pod ------------------------------------------------------------------------------
 
@@ -396,14 +402,14 @@ class Recorder:
         since = time.monotonic()
         while time.monotonic() < deadline:
             self._delete_terminating()
-            pods, claims, storage = self.snapshot()
+            pods, claims, others = self.snapshot()
             view = (
                 {
                     k: (p["spec"].get("nodeName"), (p.get("status") or {}).get("nominatedNodeName"))
                     for k, p in pods.items()
                 },
                 {k: json.dumps(c.get("status"), sort_keys=True) for k, c in claims.items()},
-                {k: _storage_state(v) for k, v in storage.items()},
+                {k: _state(v) for k, v in others.items()},
             )
             if view != last:
                 last, since = view, time.monotonic()
@@ -416,8 +422,8 @@ class Recorder:
 
     @staticmethod
     def diff(before: Snapshot, after: Snapshot, skip: str = "") -> Changes:
-        pods0, claims0, storage0 = before
-        pods1, claims1, storage1 = after
+        pods0, claims0, others0 = before
+        pods1, claims1, others1 = after
         changes = Changes()
         for key, pod in pods1.items():
             node = pod["spec"].get("nodeName")
@@ -431,13 +437,13 @@ class Recorder:
         for key in claims0:
             if key not in claims1:
                 changes.claims[key] = None
-        for key, obj in storage1.items():
-            old = storage0.get(key)
-            if old is None or _storage_state(old) != _storage_state(obj):
-                changes.storage[key] = trim(obj)
-        for key in storage0:
-            if key not in storage1:
-                changes.storage[key] = None
+        for key, obj in others1.items():
+            old = others0.get(key)
+            if old is None or _state(old) != _state(obj):
+                changes.others[key] = trim(obj)
+        for key in others0:
+            if key not in others1:
+                changes.others[key] = None
         return changes
 
     def record(self, scenario: Scenario) -> Case:
@@ -457,7 +463,7 @@ class Recorder:
         self.start(started)
         self.settle(0.3)
         objects = self.read_cluster(scenario)
-        pods, claims, _storage = self.snapshot()
+        pods, claims, _others = self.snapshot()
         objects += [running_form(p) for p in pods.values()]
         objects += [trim(c) for c in claims.values() if c.get("status")]
         steps: list[Step] = []
@@ -491,7 +497,7 @@ class Recorder:
         for kind in ("Namespace", *_CLUSTER_WIDE):
             for obj in self.api.items(kind):
                 found[(kind, key_of(obj))] = obj
-        for kind in _NAMESPACED[:3]:
+        for kind in _NAMESPACED[:4]:
             for namespace in NAMESPACES:
                 for obj in self.api.items(kind, namespace):
                     found[(kind, key_of(obj))] = obj
@@ -511,11 +517,14 @@ class Recorder:
         self.api.close()
 
 
-def _storage_state(obj: Mapping[str, Any]) -> str:
-    """What volume binding changes in a volume claim or a volume: its spec (the claim's volume, the
-    volume's claim), annotations (the selected node, bind-completed) and status."""
+def _state(obj: Mapping[str, Any]) -> str:
+    """What binding and controllers change in a volume claim, a volume or a disruption budget: its
+    spec (the claim's volume, the volume's claim), annotations (the selected node, bind-completed)
+    and status (a budget's allowance), without the times conditions carry."""
     annotations = obj["metadata"].get("annotations") or {}
-    return json.dumps([obj.get("spec"), annotations, obj.get("status")], sort_keys=True)
+    status = dict(obj.get("status") or {})
+    status.pop("conditions", None)
+    return json.dumps([obj.get("spec"), annotations, status], sort_keys=True)
 
 
 def _unique(objects: Iterable[Obj]) -> list[Obj]:

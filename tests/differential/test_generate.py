@@ -36,6 +36,8 @@ def test_the_tags_follow_the_families_a_seed_drew() -> None:
         tags = features_of(scenario.objects())
         assert ("counters" in tags) == ("mig" in scenario.families), seed
         assert ("volumes" in tags) == ("volumes" in scenario.families), seed
+        assert ("budgets" in tags) == ("budgets" in scenario.families), seed
+        assert "budgets" not in scenario.families or "priorities" in scenario.families, seed
         # A group that the feature decides is always made when its family is drawn.
         for feature in POD_GROUPS & scenario.families:
             assert feature in tags, (seed, feature)
